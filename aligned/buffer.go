@@ -1,0 +1,77 @@
+package aligned
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+// DefaultBlockSize is the buffer size dio uses unless told otherwise. Neon's
+// pageserver measured io_uring at 67% of std-fs with 8 KiB buffers and 87%
+// with 64 KiB ones on the same ingest.
+const DefaultBlockSize = 64 << 10
+
+// Errors returned by New and NewPool.
+var (
+	ErrBadAlign = errors.New("aligned: alignment is not a positive power of two")
+	ErrBadSize  = errors.New("aligned: size is not a positive multiple of the alignment")
+)
+
+// A Buffer is a fixed block of memory whose address and length are multiples
+// of its alignment. A Buffer must stay reachable while the kernel uses its
+// memory; Free releases it.
+type Buffer struct {
+	mem     []byte
+	align   int
+	region  *region // nil after Free
+	cleanup runtime.Cleanup
+	pool    *Pool // owner, nil when not pooled
+	idle    bool  // sitting in its pool's free list
+}
+
+// New allocates a zeroed Buffer of size bytes aligned to align. size must be
+// a positive multiple of align and align a power of two.
+func New(size, align int) (*Buffer, error) {
+	if err := check(size, align); err != nil {
+		return nil, err
+	}
+	r, err := allocate(size, align)
+	if err != nil {
+		return nil, fmt.Errorf("aligned: allocating %d bytes: %w", size, err)
+	}
+	b := &Buffer{mem: r.mem, align: align, region: r}
+	b.cleanup = runtime.AddCleanup(b, func(r *region) { r.release() }, r)
+	return b, nil
+}
+
+func check(size, align int) error {
+	if align <= 0 || align&(align-1) != 0 {
+		return fmt.Errorf("%w: %d", ErrBadAlign, align)
+	}
+	if size <= 0 || size%align != 0 {
+		return fmt.Errorf("%w: size %d, alignment %d", ErrBadSize, size, align)
+	}
+	return nil
+}
+
+// Bytes returns the whole buffer; len and cap both equal its size. The slice
+// is invalid after Free.
+func (b *Buffer) Bytes() []byte { return b.mem }
+
+// Size returns the capacity of the buffer in bytes.
+func (b *Buffer) Size() int { return len(b.mem) }
+
+// Align returns the alignment the buffer was allocated with.
+func (b *Buffer) Align() int { return b.align }
+
+// Free releases the buffer's memory. Calling Free more than once is a no-op.
+// A buffer that came from a Pool goes back with Pool.Put instead.
+func (b *Buffer) Free() {
+	if b.region == nil {
+		return
+	}
+	b.cleanup.Stop()
+	b.region.release()
+	b.region = nil
+	b.mem = nil
+}

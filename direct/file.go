@@ -1,0 +1,171 @@
+package direct
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// A File is an open file with O_DIRECT set. Its ReadAt and WriteAt accept
+// only buffers, offsets and lengths that satisfy its Alignment. A File is
+// safe for concurrent ReadAt and WriteAt on distinct ranges.
+type File struct {
+	xfer
+	source Source
+}
+
+// Open opens name with O_DIRECT added to flag, then discovers the file's
+// alignment. If the filesystem refuses O_DIRECT the error matches
+// ErrNotSupported, and a file that Open itself created is removed again
+// (the kernel creates it before it checks the flag).
+func Open(name string, flag int, perm os.FileMode) (*File, error) {
+	creating := false
+	if flag&os.O_CREATE != 0 {
+		_, err := os.Lstat(name)
+		creating = errors.Is(err, fs.ErrNotExist)
+	}
+	f, err := openDirect(name, flag, perm)
+	if err != nil {
+		if errors.Is(err, syscall.EINVAL) {
+			if creating {
+				_ = os.Remove(name)
+			}
+			return nil, &os.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w: %w", ErrNotSupported, syscall.EINVAL)}
+		}
+		return nil, err
+	}
+	a, src := discover(f)
+	return &File{xfer: xfer{f: f, align: a, direct: true}, source: src}, nil
+}
+
+// FromOS wraps f, opened without O_DIRECT, in a File with no alignment rules
+// (Alignment{1, 1}): the same methods and queues over the page cache.
+func FromOS(f *os.File) *File {
+	return &File{xfer: xfer{f: f, align: pageCache}, source: SourceNone}
+}
+
+// Name returns the name the file was opened with.
+func (f *File) Name() string { return f.f.Name() }
+
+// Fd returns the file descriptor (a handle on windows).
+func (f *File) Fd() uintptr { return f.f.Fd() }
+
+// OS returns the underlying *os.File, for operations this package does not
+// wrap. Reading or writing through it must keep to the alignment.
+func (f *File) OS() *os.File { return f.f }
+
+// Alignment returns the alignment discovered when the file was opened.
+func (f *File) Alignment() Alignment { return f.align }
+
+// AlignmentSource says how the alignment was discovered.
+func (f *File) AlignmentSource() Source { return f.source }
+
+// ReadAt reads len(p) bytes at off. p's address, off and len(p) must be
+// aligned, or the error matches ErrUnaligned and nothing is read. At the end
+// of the file it returns the bytes read and io.EOF.
+func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.readAt(p, off) }
+
+// WriteAt writes len(p) bytes at off, resuming short writes. p's address,
+// off and len(p) must be aligned, or the error matches ErrUnaligned and
+// nothing is written.
+func (f *File) WriteAt(p []byte, off int64) (int, error) { return f.writeAt(p, off) }
+
+// Sync makes the data written so far durable with fdatasync, and the file
+// size with it when the size changed.
+func (f *File) Sync() error { return f.sync() }
+
+// Truncate changes the file's size. A size that is not aligned is allowed:
+// it is how a writer cuts its padded last block back to the logical size.
+func (f *File) Truncate(size int64) error { return f.f.Truncate(size) }
+
+// Allocate reserves space for [off, off+n) with fallocate, growing the file
+// when the range ends past it. Where the filesystem cannot, the error
+// matches errors.ErrUnsupported.
+func (f *File) Allocate(off, n int64) error {
+	if err := fallocate(f.f, off, n); err != nil {
+		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
+// Stat returns the file's os.FileInfo.
+func (f *File) Stat() (os.FileInfo, error) { return f.f.Stat() }
+
+// Close closes the file.
+func (f *File) Close() error { return f.f.Close() }
+
+// xfer moves bytes for one file, checking the alignment first when it has
+// one. Both File and the pwrite engine use it.
+type xfer struct {
+	f      *os.File
+	align  Alignment // {1, 1} for a page-cache file
+	direct bool      // EINVAL on an aligned transfer means O_DIRECT was refused
+}
+
+func (x *xfer) readAt(p []byte, off int64) (int, error) {
+	if err := x.checkRW("pread", p, off); err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(p) {
+		m, err := preadOnce(x.f, p[n:], off+int64(n))
+		n += m
+		switch {
+		case err != nil:
+			return n, x.wrap("pread", err)
+		case m == 0:
+			return n, io.EOF
+		case x.align.Offset > 0 && m%x.align.Offset != 0 && n < len(p):
+			// Only the end of the file cuts a direct read off the
+			// alignment, and an unaligned offset cannot be resumed.
+			return n, io.EOF
+		}
+	}
+	return n, nil
+}
+
+func (x *xfer) writeAt(p []byte, off int64) (int, error) {
+	if err := x.checkRW("pwrite", p, off); err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(p) {
+		m, err := pwriteOnce(x.f, p[n:], off+int64(n))
+		n += m
+		switch {
+		case err != nil:
+			return n, x.wrap("pwrite", err)
+		case m == 0, x.align.Offset > 0 && m%x.align.Offset != 0 && n < len(p):
+			return n, x.wrap("pwrite", io.ErrShortWrite)
+		}
+	}
+	return n, nil
+}
+
+// checkRW rejects a negative offset and a transfer that breaks the alignment.
+func (x *xfer) checkRW(op string, p []byte, off int64) error {
+	if off < 0 {
+		return &os.PathError{Op: op, Path: x.f.Name(), Err: ErrNegativeOffset}
+	}
+	return x.align.check(op, x.f.Name(), p, off)
+}
+
+func (x *xfer) sync() error {
+	if err := fdatasync(x.f); err != nil {
+		return x.wrap("fdatasync", err)
+	}
+	return nil
+}
+
+// wrap names the operation and file, and turns EINVAL on an aligned direct
+// transfer into ErrNotSupported: overlay-on-squashfs and some FUSE
+// filesystems accept O_DIRECT at open and refuse the first I/O.
+func (x *xfer) wrap(op string, err error) error {
+	if x.direct && op != "fdatasync" && errors.Is(err, syscall.EINVAL) {
+		err = fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return &os.PathError{Op: op, Path: x.f.Name(), Err: err}
+}

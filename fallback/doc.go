@@ -1,0 +1,10 @@
+// Package fallback opens files for dio's writers and readers with the best
+// I/O path the filesystem allows, and says which one it chose and why.
+//
+// Policy Auto tries O_DIRECT with io_uring, degrades to O_DIRECT with the
+// pwrite engine when io_uring is unavailable, and to the page cache (std-fs)
+// when the filesystem rejects O_DIRECT (ramfs, some FUSE and overlay
+// setups). Direct never degrades to the page cache; StdFS always uses it.
+// Every File, direct or not, honours the same contract, so callers such as
+// blobio and ephemeral run unchanged on either path.
+package fallback

@@ -1,0 +1,172 @@
+package fallback
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+)
+
+// Policy says how Open may choose an I/O path.
+type Policy int
+
+// The policies.
+const (
+	Auto   Policy = iota // O_DIRECT+io_uring, else O_DIRECT+pwrite, else std-fs
+	Direct               // O_DIRECT or an error matching direct.ErrNotSupported
+	StdFS                // the page cache, always
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Auto:
+		return "auto"
+	case Direct:
+		return "direct"
+	case StdFS:
+		return "std-fs"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// Mode is the I/O path a File uses, and why when it is not the best one.
+type Mode struct {
+	Direct bool              // O_DIRECT is set
+	Engine direct.EngineKind // the engine its queues use
+	Reason string            // why the path is degraded; empty when it is not
+}
+
+// Name returns "direct+io_uring", "direct+pwrite" or "std-fs".
+func (m Mode) Name() string {
+	if !m.Direct {
+		return "std-fs"
+	}
+	return "direct+" + m.Engine.String()
+}
+
+// String returns the name and, when degraded, the reason:
+// "std-fs: ramfs rejected O_DIRECT: invalid argument".
+func (m Mode) String() string {
+	if m.Reason == "" {
+		return m.Name()
+	}
+	return m.Name() + ": " + m.Reason
+}
+
+// File is the contract blobio and ephemeral write and read through. Direct
+// files demand aligned transfers (see direct.File); std-fs files accept any
+// offset and length and report Alignment{1, 1}.
+type File interface {
+	ReadAt(p []byte, off int64) (int, error)
+	WriteAt(p []byte, off int64) (int, error)
+	Close() error
+	Sync() error
+	Truncate(size int64) error
+	Alignment() direct.Alignment
+	Mode() Mode
+
+	// Allocate reserves [off, off+n), growing the file; an error matching
+	// errors.ErrUnsupported means the filesystem cannot.
+	Allocate(off, n int64) error
+	// NewQueue returns an asynchronous queue over the file using the
+	// engine of its Mode; o.Engine and o.Alignment are ignored.
+	NewQueue(o *direct.QueueOptions) (direct.Queue, error)
+	// Name returns the name the file was opened with.
+	Name() string
+}
+
+type file struct {
+	*direct.File
+	mode Mode
+}
+
+func (f *file) Mode() Mode { return f.mode }
+
+func (f *file) NewQueue(o *direct.QueueOptions) (direct.Queue, error) {
+	var opts direct.QueueOptions
+	if o != nil {
+		opts = *o
+	}
+	opts.Engine = f.mode.Engine
+	return f.File.NewQueue(&opts)
+}
+
+// Open opens name with os.OpenFile's flag and perm, choosing the I/O path by
+// policy. The File reports the choice through Mode.
+func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
+	switch p {
+	case StdFS:
+		return openStd(name, flag, perm, "")
+	case Auto, Direct:
+	default:
+		return nil, fmt.Errorf("fallback: unknown policy %v", p)
+	}
+	df, err := direct.Open(name, flag, perm)
+	if err == nil {
+		err = probe(df)
+		if err != nil {
+			df.Close()
+		}
+	}
+	if err != nil {
+		if p == Auto && errors.Is(err, direct.ErrNotSupported) {
+			return openStd(name, flag, perm, rejection(name, err))
+		}
+		return nil, err
+	}
+	mode := Mode{Direct: true, Engine: direct.EngineURing}
+	if uerr := direct.URingError(); uerr != nil {
+		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: uerr.Error()}
+	}
+	return &file{File: df, mode: mode}, nil
+}
+
+func openStd(name string, flag int, perm os.FileMode, reason string) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &file{File: direct.FromOS(f), mode: Mode{Engine: direct.EnginePwrite, Reason: reason}}, nil
+}
+
+// probe reads the first block of a non-empty file: some filesystems accept
+// O_DIRECT at open and refuse the first transfer.
+func probe(f *direct.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	a := f.Alignment()
+	b, err := aligned.New(a.Block(), a.Memory)
+	if err != nil {
+		return err
+	}
+	defer b.Free()
+	_, err = f.ReadAt(b.Bytes(), 0)
+	if err != nil && errors.Is(err, direct.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// rejection words why O_DIRECT was refused: "ramfs rejected O_DIRECT:
+// invalid argument".
+func rejection(name string, err error) string {
+	fs, ferr := direct.Filesystem(name)
+	if ferr != nil {
+		fs, ferr = direct.Filesystem(filepath.Dir(name))
+	}
+	if ferr != nil {
+		fs = "the filesystem"
+	}
+	cause := err
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		cause = errno
+	}
+	return fmt.Sprintf("%s rejected O_DIRECT: %v", fs, cause)
+}

@@ -1,0 +1,13 @@
+module github.com/dio-storage/dio
+
+go 1.26.8
+
+require (
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/ncw/directio v1.0.5 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
