@@ -1,0 +1,126 @@
+package fallback_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/filetest"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+func TestConformance(t *testing.T) {
+	for _, p := range []fallback.Policy{fallback.Auto, fallback.StdFS} {
+		t.Run(p.String(), func(t *testing.T) {
+			filetest.Run(t, testenv.Dir(t), func(t *testing.T, path string, flag int) filetest.File {
+				f, err := fallback.Open(path, flag, 0o644, p)
+				require.NoError(t, err)
+				return f
+			})
+		})
+	}
+}
+
+func TestAutoMode(t *testing.T) {
+	dir := testenv.Dir(t)
+	path := filepath.Join(dir, "f")
+	f, err := fallback.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, fallback.Auto)
+	require.NoError(t, err)
+	defer f.Close()
+	m := f.Mode()
+	t.Logf("%s: %v, alignment %v", testenv.FS(), m, f.Alignment())
+
+	_, derr := direct.Open(filepath.Join(dir, "probe"), os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(derr, direct.ErrNotSupported) {
+		// The filesystem refuses O_DIRECT: Auto must say so and why.
+		assert.False(t, m.Direct)
+		assert.Equal(t, "std-fs", m.Name())
+		fsName, _ := direct.Filesystem(dir)
+		assert.Equal(t, "std-fs: "+fsName+" rejected O_DIRECT: invalid argument", m.String())
+		assert.Equal(t, direct.Alignment{Memory: 1, Offset: 1}, f.Alignment())
+	} else {
+		require.NoError(t, derr)
+		assert.True(t, m.Direct)
+		assert.True(t, strings.HasPrefix(m.String(), "direct+"), m.String())
+		if uerr := direct.URingError(); uerr != nil {
+			assert.Equal(t, "direct+pwrite: "+uerr.Error(), m.String())
+		} else {
+			assert.Equal(t, "direct+io_uring", m.String())
+		}
+	}
+	if testenv.RejectsDirect() {
+		assert.Equal(t, "std-fs: ramfs rejected O_DIRECT: invalid argument", m.String())
+	}
+}
+
+func TestDirectPolicyNeverDegrades(t *testing.T) {
+	dir := testenv.Dir(t)
+	path := filepath.Join(dir, "f")
+	f, err := fallback.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, fallback.Direct)
+	if testenv.RejectsDirect() {
+		require.ErrorIs(t, err, direct.ErrNotSupported)
+		_, serr := os.Lstat(path)
+		assert.ErrorIs(t, serr, fs.ErrNotExist, "a refused open left its file behind")
+		return
+	}
+	if errors.Is(err, direct.ErrNotSupported) {
+		t.Skipf("O_DIRECT refused here: %v", err)
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	assert.True(t, f.Mode().Direct)
+}
+
+func TestStdFSPolicy(t *testing.T) {
+	f, err := fallback.Open(filepath.Join(testenv.Dir(t), "f"), os.O_RDWR|os.O_CREATE, 0o644, fallback.StdFS)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, "std-fs", f.Mode().String())
+	assert.Equal(t, direct.Alignment{Memory: 1, Offset: 1}, f.Alignment())
+	q, err := f.NewQueue(nil)
+	require.NoError(t, err)
+	defer q.Close()
+	assert.Equal(t, direct.EnginePwrite, q.Engine())
+
+	// Any offset and length through the queue too.
+	done := make(chan direct.Completion, 1)
+	require.NoError(t, q.Submit(direct.Request{Op: direct.OpWrite, Buf: []byte("hello"), Off: 3, Done: done}))
+	c := <-done
+	require.NoError(t, c.Err)
+	assert.Equal(t, 5, c.N)
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := testenv.Dir(t)
+	for _, p := range []fallback.Policy{fallback.Auto, fallback.Direct, fallback.StdFS} {
+		_, err := fallback.Open(filepath.Join(dir, "missing"), os.O_RDONLY, 0, p)
+		assert.ErrorIs(t, err, fs.ErrNotExist, "policy %v", p)
+	}
+	_, err := fallback.Open(filepath.Join(dir, "f"), os.O_RDWR|os.O_CREATE, 0o644, fallback.Policy(42))
+	assert.ErrorContains(t, err, "unknown policy")
+	_, err = os.Lstat(filepath.Join(dir, "f"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "an unknown policy created a file")
+}
+
+func TestModeString(t *testing.T) {
+	cases := []struct {
+		m    fallback.Mode
+		want string
+	}{
+		{fallback.Mode{Direct: true, Engine: direct.EngineURing}, "direct+io_uring"},
+		{fallback.Mode{Direct: true, Engine: direct.EnginePwrite, Reason: "io_uring_setup: operation not permitted"}, "direct+pwrite: io_uring_setup: operation not permitted"},
+		{fallback.Mode{Engine: direct.EnginePwrite, Reason: "ramfs rejected O_DIRECT: invalid argument"}, "std-fs: ramfs rejected O_DIRECT: invalid argument"},
+		{fallback.Mode{Engine: direct.EnginePwrite}, "std-fs"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, c.m.String())
+	}
+}
