@@ -1,0 +1,281 @@
+//go:build linux
+
+package direct
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file speaks io_uring to the kernel directly: three syscalls, three
+// mmaps and the layouts of include/uapi/linux/io_uring.h. It follows
+// liburing's rules: every SQE field is written on each use, the SQ tail is
+// published with a release store after the SQE is complete, the CQ tail is
+// read with an acquire load before the CQE, and the CQ head is released only
+// after the CQE has been copied out. sync/atomic gives Go's sequentially
+// consistent ordering, which is at least that.
+
+// From include/uapi/linux/io_uring.h.
+const (
+	ioringOffSQRing = 0
+	ioringOffCQRing = 0x8000000
+	ioringOffSQEs   = 0x10000000
+
+	ioringFeatSingleMmap = 1 << 0
+
+	ioringEnterGetEvents = 1 << 0
+
+	ioringRegisterBuffers   = 0
+	ioringUnregisterBuffers = 1
+	ioringRegisterProbe     = 8
+
+	ioringOpNop        = 0
+	ioringOpFsync      = 3
+	ioringOpReadFixed  = 4
+	ioringOpWriteFixed = 5
+	ioringOpRead       = 22
+	ioringOpWrite      = 23
+
+	ioringFsyncDatasync = 1 << 0
+
+	ioUringOpSupported = 1 << 0
+)
+
+type sqringOffsets struct {
+	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
+	userAddr                                                        uint64
+}
+
+type cqringOffsets struct {
+	head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1 uint32
+	userAddr                                                        uint64
+}
+
+type uringParams struct {
+	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFd uint32
+	resv                                                                   [3]uint32
+	sqOff                                                                  sqringOffsets
+	cqOff                                                                  cqringOffsets
+}
+
+// sqe is struct io_uring_sqe, 64 bytes.
+type sqe struct {
+	opcode      uint8
+	flags       uint8
+	ioprio      uint16
+	fd          int32
+	off         uint64
+	addr        uint64
+	len         uint32
+	opFlags     uint32 // rw_flags, fsync_flags, ...
+	userData    uint64
+	bufIndex    uint16
+	personality uint16
+	spliceFdIn  int32
+	addr3       uint64
+	pad         uint64
+}
+
+// cqe is struct io_uring_cqe, 16 bytes.
+type cqe struct {
+	userData uint64
+	res      int32
+	flags    uint32
+}
+
+type probeOp struct {
+	op    uint8
+	resv  uint8
+	flags uint16
+	resv2 uint32
+}
+
+type probe struct {
+	lastOp uint8
+	opsLen uint8
+	resv   uint16
+	resv2  [3]uint32
+	ops    [256]probeOp
+}
+
+var _ [64]byte = [unsafe.Sizeof(sqe{})]byte{}
+var _ [16]byte = [unsafe.Sizeof(cqe{})]byte{}
+var _ [120]byte = [unsafe.Sizeof(uringParams{})]byte{}
+
+// ring is one io_uring instance and its shared memory.
+type ring struct {
+	fd          int
+	sqMap       []byte
+	cqMap       []byte // aliases sqMap with IORING_FEAT_SINGLE_MMAP
+	sqeMap      []byte
+	sqHead      *uint32
+	sqTail      *uint32
+	sqMask      uint32
+	sqArray     []uint32
+	sqes        []sqe
+	cqHead      *uint32
+	cqTail      *uint32
+	cqMask      uint32
+	cqes        []cqe
+	sqPending   uint32 // SQEs written but not yet consumed by io_uring_enter
+	sqLocalTail uint32
+}
+
+func setup(entries uint32, p *uringParams) (int, error) {
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
+	if errno != 0 {
+		return -1, os.NewSyscallError("io_uring_setup", errno)
+	}
+	return int(fd), nil
+}
+
+func newRing(entries uint32) (*ring, error) {
+	var p uringParams
+	fd, err := setup(entries, &p)
+	if err != nil {
+		return nil, err
+	}
+	r := &ring{fd: fd}
+	if err := r.mmap(&p); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *ring) mmap(p *uringParams) error {
+	sqSize := int(p.sqOff.array + p.sqEntries*4)
+	cqSize := int(p.cqOff.cqes + p.cqEntries*uint32(unsafe.Sizeof(cqe{})))
+	single := p.features&ioringFeatSingleMmap != 0
+	if single {
+		sqSize = max(sqSize, cqSize)
+	}
+	var err error
+	r.sqMap, err = unix.Mmap(r.fd, ioringOffSQRing, sqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return os.NewSyscallError("mmap sq ring", err)
+	}
+	r.cqMap = r.sqMap
+	if !single {
+		r.cqMap, err = unix.Mmap(r.fd, ioringOffCQRing, cqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			return os.NewSyscallError("mmap cq ring", err)
+		}
+	}
+	sqeSize := int(p.sqEntries) * int(unsafe.Sizeof(sqe{}))
+	r.sqeMap, err = unix.Mmap(r.fd, ioringOffSQEs, sqeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return os.NewSyscallError("mmap sqes", err)
+	}
+	u32 := func(m []byte, off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&m[off])) }
+	r.sqHead = u32(r.sqMap, p.sqOff.head)
+	r.sqTail = u32(r.sqMap, p.sqOff.tail)
+	r.sqMask = *u32(r.sqMap, p.sqOff.ringMask)
+	r.sqArray = unsafe.Slice(u32(r.sqMap, p.sqOff.array), p.sqEntries)
+	r.sqes = unsafe.Slice((*sqe)(unsafe.Pointer(&r.sqeMap[0])), p.sqEntries)
+	r.cqHead = u32(r.cqMap, p.cqOff.head)
+	r.cqTail = u32(r.cqMap, p.cqOff.tail)
+	r.cqMask = *u32(r.cqMap, p.cqOff.ringMask)
+	r.cqes = unsafe.Slice((*cqe)(unsafe.Pointer(&r.cqMap[p.cqOff.cqes])), p.cqEntries)
+	r.sqLocalTail = atomic.LoadUint32(r.sqTail)
+	return nil
+}
+
+func (r *ring) close() {
+	if r.sqeMap != nil {
+		_ = unix.Munmap(r.sqeMap)
+	}
+	if r.cqMap != nil && unsafe.SliceData(r.cqMap) != unsafe.SliceData(r.sqMap) {
+		_ = unix.Munmap(r.cqMap)
+	}
+	if r.sqMap != nil {
+		_ = unix.Munmap(r.sqMap)
+	}
+	r.sqeMap, r.cqMap, r.sqMap = nil, nil, nil
+	if r.fd >= 0 {
+		_ = unix.Close(r.fd)
+		r.fd = -1
+	}
+}
+
+// push writes s into the next free SQE slot and publishes it. It returns
+// false when the SQ ring is full. The caller serialises pushes.
+func (r *ring) push(s *sqe) bool {
+	head := atomic.LoadUint32(r.sqHead) // acquire: the kernel is done with slots before head
+	if r.sqLocalTail-head >= uint32(len(r.sqes)) {
+		return false
+	}
+	i := r.sqLocalTail & r.sqMask
+	r.sqes[i] = *s // every field, so nothing of a previous use survives
+	r.sqArray[i] = i
+	r.sqLocalTail++
+	atomic.StoreUint32(r.sqTail, r.sqLocalTail) // release: the SQE is complete
+	r.sqPending++
+	return true
+}
+
+// enter calls io_uring_enter, retrying EINTR, EAGAIN and EBUSY (the kernel's
+// way of saying "reap first and try again").
+func (r *ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EINTR, unix.EAGAIN, unix.EBUSY:
+			continue
+		}
+		return 0, os.NewSyscallError("io_uring_enter", errno)
+	}
+}
+
+// submit hands every pushed SQE to the kernel.
+func (r *ring) submit() error {
+	for r.sqPending > 0 {
+		n, err := r.enter(r.sqPending, 0, 0)
+		if err != nil {
+			return err
+		}
+		r.sqPending -= uint32(n)
+	}
+	return nil
+}
+
+// reap calls f on every CQE available and releases them; it returns how
+// many it saw.
+func (r *ring) reap(f func(userData uint64, res int32)) int {
+	head := atomic.LoadUint32(r.cqHead)
+	tail := atomic.LoadUint32(r.cqTail) // acquire: the CQEs before tail are written
+	for h := head; h != tail; h++ {
+		c := r.cqes[h&r.cqMask]
+		f(c.userData, c.res)
+	}
+	atomic.StoreUint32(r.cqHead, tail) // release: the kernel may reuse the slots
+	return int(tail - head)
+}
+
+func (r *ring) register(op uint32, arg unsafe.Pointer, n uint32) error {
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uintptr(op), uintptr(arg), uintptr(n), 0, 0)
+	if errno != 0 {
+		return os.NewSyscallError("io_uring_register", errno)
+	}
+	return nil
+}
+
+// supports asks the kernel which opcodes it implements.
+func (r *ring) supports(ops ...uint8) error {
+	var p probe
+	if err := r.register(ioringRegisterProbe, unsafe.Pointer(&p), uint32(len(p.ops))); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op > p.lastOp || p.ops[op].flags&ioUringOpSupported == 0 {
+			return fmt.Errorf("io_uring: opcode %d not supported by this kernel", op)
+		}
+	}
+	return nil
+}
