@@ -62,6 +62,8 @@ func (q *pwriteQueue) Submit(r Request) error {
 	return nil
 }
 
+func (q *pwriteQueue) Await(done <-chan Completion) Completion { return <-done }
+
 func (q *pwriteQueue) Depth() int         { return cap(q.slots) }
 func (q *pwriteQueue) Engine() EngineKind { return EnginePwrite }
 

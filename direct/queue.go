@@ -51,19 +51,26 @@ type Completion struct {
 }
 
 // A Queue performs Requests asynchronously, at most Depth at a time, on one
-// file. Submit and Close are safe for concurrent use: one writer and any
-// number of readers may share a queue, each with its own Done channel.
+// file. Its methods are safe for concurrent use: one writer and any number
+// of readers may share a queue, each with its own Done channel.
 type Queue interface {
-	// Submit hands r to the queue, waiting while Depth requests are in
-	// flight. A request that breaks the queue's alignment fails at once with
+	// Submit hands r to the queue, waiting (and reaping) while Depth
+	// requests are in flight. A request that breaks the queue's alignment fails at once with
 	// an error matching ErrUnaligned and is not queued.
 	Submit(r Request) error
+	// Await returns the next Completion from done, a request's Done
+	// channel, doing the engine's work while it waits: the io_uring engine
+	// reaps its ring in the caller's thread, so a completion wakes the
+	// goroutine that waits for it. Receive completions through Await, not
+	// from the channel alone, which nothing may fill.
+	Await(done <-chan Completion) Completion
 	// Depth returns the most requests the queue runs at once.
 	Depth() int
 	// Engine returns the engine that performs the requests.
 	Engine() EngineKind
-	// Close waits for the requests in flight, delivers their completions,
-	// and releases the engine. Later Submits fail with ErrQueueClosed.
+	// Close waits for the requests in flight, delivers their completions
+	// to their Done channels, and releases the engine. Later Submits fail
+	// with ErrQueueClosed.
 	Close() error
 }
 

@@ -79,7 +79,7 @@ func queueRoundTrip(t *testing.T, f *direct.File, kind direct.EngineKind, depth 
 	}
 	seen := map[uint64]bool{}
 	for range slots {
-		c := <-done
+		c := q.Await(done)
 		require.NoError(t, c.Err)
 		assert.Equal(t, direct.OpWrite, c.Op)
 		assert.Equal(t, sizes[c.Token], c.N)
@@ -87,7 +87,7 @@ func queueRoundTrip(t *testing.T, f *direct.File, kind direct.EngineKind, depth 
 		seen[c.Token] = true
 	}
 	require.NoError(t, q.Submit(direct.Request{Op: direct.OpSync, Token: 1000, Done: done}))
-	c := <-done
+	c := q.Await(done)
 	require.NoError(t, c.Err)
 	assert.Equal(t, uint64(1000), c.Token)
 
@@ -113,7 +113,7 @@ func queueRoundTrip(t *testing.T, f *direct.File, kind direct.EngineKind, depth 
 		require.NoError(t, q.Submit(direct.Request{Op: direct.OpRead, Buf: b.Bytes()[:sizes[i]], Off: int64(i * 16 * blk), Token: uint64(i), Done: done}))
 	}
 	for range slots {
-		c := <-done
+		c := q.Await(done)
 		require.NoError(t, c.Err)
 		assert.Equal(t, sizes[c.Token], c.N)
 		require.True(t, bytes.Equal(bufs[c.Token], read[c.Token].Bytes()[:c.N]), "slot %d differs through the queue", c.Token)
@@ -143,7 +143,7 @@ func TestQueueReadsAtEOF(t *testing.T) {
 			q := newQueue(t, f, kind, 2)
 			done := make(chan direct.Completion, 2)
 			require.NoError(t, q.Submit(direct.Request{Op: direct.OpRead, Buf: b.Bytes(), Off: 0, Token: 7, Done: done}))
-			c := <-done
+			c := q.Await(done)
 			assert.Equal(t, 3*blk, c.N)
 			assert.ErrorIs(t, c.Err, io.EOF)
 			assert.Equal(t, want, b.Bytes()[:3*blk])
@@ -216,7 +216,7 @@ func TestQueueConcurrentUsers(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					c := <-done
+					c := q.Await(done)
 					if c.Err != nil {
 						t.Error(c.Err)
 						return
@@ -248,7 +248,7 @@ func TestQueueConcurrentUsers(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						c := <-done
+						c := q.Await(done)
 						if c.Err != nil || c.N != blk || c.Token != uint64(i) || b.Bytes()[0] != pattern(i) || b.Bytes()[blk-1] != pattern(i) {
 							t.Errorf("reader %d, block %d: %+v, first byte %d", g, i, c, b.Bytes()[0])
 							return

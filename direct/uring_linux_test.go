@@ -48,13 +48,7 @@ func do(t *testing.T, q direct.Queue, r direct.Request) direct.Completion {
 	done := make(chan direct.Completion, 1)
 	r.Done = done
 	require.NoError(t, q.Submit(r))
-	select {
-	case c := <-done:
-		return c
-	case <-time.After(10 * time.Second):
-		t.Fatal("no completion")
-	}
-	return direct.Completion{}
+	return q.Await(done)
 }
 
 func TestURingInjectedErrors(t *testing.T) {
@@ -188,7 +182,7 @@ func TestQueueCloseReleasesEverything(t *testing.T) {
 				}
 				done := make(chan direct.Completion, 1)
 				require.NoError(t, q.Submit(direct.Request{Op: direct.OpWrite, Buf: p, Done: done}))
-				require.NoError(t, (<-done).Err)
+				require.NoError(t, q.Await(done).Err)
 				require.NoError(t, q.Close())
 			}
 			assert.Equal(t, fds, openFDs(t), "file descriptors leaked")

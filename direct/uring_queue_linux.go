@@ -12,14 +12,17 @@ import (
 
 // uringQueue runs requests through one io_uring.
 //
-// Concurrency model: any goroutine may Submit; a mutex serialises the SQ
-// side (filling SQEs, publishing the tail, io_uring_enter to submit) and the
-// table of operations in flight. One reaper goroutine per queue blocks in
-// io_uring_enter(GETEVENTS), walks the CQ ring, resubmits the rest of a
-// short transfer, and delivers each finished request's Completion on its
-// Done channel. No SINGLE_ISSUER: submitter and reaper are different
-// threads. At most Depth requests are in flight, so neither ring can
-// overflow (the SQ has Depth entries, the CQ twice that).
+// Concurrency model: any goroutine may Submit and Await. A mutex serialises
+// the SQ side (filling SQEs, publishing the tail, io_uring_enter to submit)
+// and the table of operations in flight. There is no reaper goroutine: the
+// goroutines waiting in Await (or in Submit for a free slot) take turns as
+// the reaper, one at a time, blocking in io_uring_enter(GETEVENTS) and
+// delivering every CQE they find to its request's Done channel; the others
+// wait on a condition variable until the reaper leaves. So, as with fio and
+// liburing's own loop, a completion wakes the very thread that waits for
+// it: no hop through a second thread. No SINGLE_ISSUER, since submitter and
+// reaper may be different threads. At most Depth requests are in flight, so
+// neither ring can overflow (the SQ has Depth entries, the CQ twice that).
 type uringQueue struct {
 	x     xfer
 	r     *ring
@@ -31,7 +34,9 @@ type uringQueue struct {
 	closed bool
 	err    error // a failed io_uring_enter: the ring's state is unknown
 
-	reaped chan struct{} // closed when the reaper exits
+	rmu     sync.Mutex // guards reaping
+	reaping bool
+	turn    *sync.Cond // signalled when a reaper leaves
 
 	// resHook, when set by a test, rewrites a CQE's result before it is
 	// interpreted: the way to inject negative results and short counts.
@@ -44,9 +49,6 @@ type uringOp struct {
 	done    int
 	retries int
 }
-
-// stopToken is the user_data of the NOP that tells the reaper to exit.
-const stopToken = ^uint64(0)
 
 // maxRetries bounds resubmissions after -EAGAIN or -EINTR in a CQE.
 const maxRetries = 100
@@ -61,17 +63,16 @@ func newURingQueue(x xfer, depth int) (Queue, error) {
 		return nil, err
 	}
 	q := &uringQueue{
-		x:      x,
-		r:      r,
-		slots:  make(chan struct{}, depth),
-		ops:    make([]uringOp, depth),
-		free:   make([]uint32, depth),
-		reaped: make(chan struct{}),
+		x:     x,
+		r:     r,
+		slots: make(chan struct{}, depth),
+		ops:   make([]uringOp, depth),
+		free:  make([]uint32, depth),
 	}
+	q.turn = sync.NewCond(&q.rmu)
 	for i := range q.free {
 		q.free[i] = uint32(depth - 1 - i)
 	}
-	go q.reap()
 	return q, nil
 }
 
@@ -94,7 +95,18 @@ func (q *uringQueue) Submit(r Request) error {
 	if err := q.x.validate(r); err != nil {
 		return err
 	}
-	q.slots <- struct{}{}
+	for {
+		select {
+		case q.slots <- struct{}{}:
+			return q.submit(r)
+		default:
+			// Every slot is in flight: reap until one frees.
+			q.progress(func() bool { return len(q.slots) < cap(q.slots) })
+		}
+	}
+}
+
+func (q *uringQueue) submit(r Request) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed || q.err != nil {
@@ -114,6 +126,17 @@ func (q *uringQueue) Submit(r Request) error {
 		return err
 	}
 	return nil
+}
+
+func (q *uringQueue) Await(done <-chan Completion) Completion {
+	for {
+		select {
+		case c := <-done:
+			return c
+		default:
+		}
+		q.progress(func() bool { return len(done) > 0 })
+	}
 }
 
 // start pushes and submits the SQE for what remains of op i. q.mu is held.
@@ -147,23 +170,33 @@ func (q *uringQueue) start(i uint32) error {
 	return nil
 }
 
-func (q *uringQueue) reap() {
-	defer close(q.reaped)
-	stop := false
-	for !stop {
-		if _, err := q.r.enter(0, 1, ioringEnterGetEvents); err != nil {
-			// Only a broken ring gets here; fail what is in flight.
-			q.failAll(err)
-			return
+// progress reaps completions until ready reports true. One goroutine at a
+// time reaps; the others wait for it to leave and look again.
+func (q *uringQueue) progress(ready func() bool) {
+	q.rmu.Lock()
+	defer q.rmu.Unlock()
+	for !ready() {
+		if q.reaping {
+			q.turn.Wait()
+			continue
 		}
-		q.r.reap(func(userData uint64, res int32) {
-			if userData == stopToken {
-				stop = true
-				return
-			}
-			q.complete(uint32(userData), res)
-		})
+		q.reaping = true
+		q.rmu.Unlock()
+		q.reapOnce()
+		q.rmu.Lock()
+		q.reaping = false
+		q.turn.Broadcast()
 	}
+}
+
+// reapOnce waits for at least one completion and delivers every one
+// available.
+func (q *uringQueue) reapOnce() {
+	if _, err := q.r.enter(0, 1, ioringEnterGetEvents); err != nil {
+		q.failAll(err) // only a broken ring gets here
+		return
+	}
+	q.r.reap(func(userData uint64, res int32) { q.complete(uint32(userData), res) })
 }
 
 // complete interprets one CQE: resubmits the rest of a short transfer or a
@@ -254,20 +287,14 @@ func (q *uringQueue) Close() error {
 	}
 	q.closed = true
 	q.mu.Unlock()
-	// Wait for every request in flight by taking every slot.
-	for range cap(q.slots) {
-		q.slots <- struct{}{}
-	}
-	q.mu.Lock()
-	stopped := q.r.push(&sqe{opcode: ioringOpNop, userData: stopToken}) && q.r.submit() == nil
-	q.mu.Unlock()
-	if stopped {
-		<-q.reaped
-	}
-	for range cap(q.slots) {
-		<-q.slots
+	// Reap until nothing is in flight, then hold every slot.
+	q.progress(func() bool { return len(q.slots) == 0 })
+	q.rmu.Lock()
+	for q.reaping {
+		q.turn.Wait()
 	}
 	q.r.close()
+	q.rmu.Unlock()
 	return nil
 }
 

@@ -93,7 +93,7 @@ func TestStdFSPolicy(t *testing.T) {
 	// Any offset and length through the queue too.
 	done := make(chan direct.Completion, 1)
 	require.NoError(t, q.Submit(direct.Request{Op: direct.OpWrite, Buf: []byte("hello"), Off: 3, Done: done}))
-	c := <-done
+	c := q.Await(done)
 	require.NoError(t, c.Err)
 	assert.Equal(t, 5, c.N)
 }
