@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/ncw/directio v1.0.5 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

@@ -19,6 +19,11 @@ const (
 	Auto   Policy = iota // O_DIRECT+io_uring, else O_DIRECT+pwrite, else std-fs
 	Direct               // O_DIRECT or an error matching direct.ErrNotSupported
 	StdFS                // the page cache, always
+
+	// DirectPwrite is Direct with the pwrite engine even where io_uring
+	// works: for comparing engines, and for sandboxes that allow io_uring
+	// but make it slow.
+	DirectPwrite
 )
 
 func (p Policy) String() string {
@@ -29,6 +34,8 @@ func (p Policy) String() string {
 		return "direct"
 	case StdFS:
 		return "std-fs"
+	case DirectPwrite:
+		return "direct+pwrite"
 	}
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
@@ -77,6 +84,8 @@ type File interface {
 	NewQueue(o *direct.QueueOptions) (direct.Queue, error)
 	// Name returns the name the file was opened with.
 	Name() string
+	// Stat returns the file's os.FileInfo.
+	Stat() (os.FileInfo, error)
 }
 
 type file struct {
@@ -101,7 +110,7 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 	switch p {
 	case StdFS:
 		return openStd(name, flag, perm, "")
-	case Auto, Direct:
+	case Auto, Direct, DirectPwrite:
 	default:
 		return nil, fmt.Errorf("fallback: unknown policy %v", p)
 	}
@@ -119,7 +128,9 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 		return nil, err
 	}
 	mode := Mode{Direct: true, Engine: direct.EngineURing}
-	if uerr := direct.URingError(); uerr != nil {
+	if p == DirectPwrite {
+		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: "chosen by policy"}
+	} else if uerr := direct.URingError(); uerr != nil {
 		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: uerr.Error()}
 	}
 	return &file{File: df, mode: mode}, nil

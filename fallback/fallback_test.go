@@ -79,6 +79,21 @@ func TestDirectPolicyNeverDegrades(t *testing.T) {
 	assert.True(t, f.Mode().Direct)
 }
 
+func TestDirectPwritePolicy(t *testing.T) {
+	f, err := fallback.Open(filepath.Join(testenv.Dir(t), "f"), os.O_RDWR|os.O_CREATE, 0o644, fallback.DirectPwrite)
+	if testenv.RejectsDirect() {
+		require.ErrorIs(t, err, direct.ErrNotSupported)
+		return
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, "direct+pwrite: chosen by policy", f.Mode().String())
+	q, err := f.NewQueue(nil)
+	require.NoError(t, err)
+	defer q.Close()
+	assert.Equal(t, direct.EnginePwrite, q.Engine())
+}
+
 func TestStdFSPolicy(t *testing.T) {
 	f, err := fallback.Open(filepath.Join(testenv.Dir(t), "f"), os.O_RDWR|os.O_CREATE, 0o644, fallback.StdFS)
 	require.NoError(t, err)

@@ -1,0 +1,368 @@
+package blobio_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// goldenSizes are the blob sizes of testdata/golden.blob: each side of the
+// 1-byte header limit, of 8 KiB and 64 KiB buffers, and one larger than a
+// buffer.
+var goldenSizes = []int{0, 1, 127, 128, 129, 8191, 8192, 65535, 65536, 1 << 20}
+
+// content is blob i's deterministic bytes.
+func content(i, n int) []byte {
+	p := make([]byte, n)
+	for j := range p {
+		p[j] = byte((j*7 + i*13) % 251)
+	}
+	return p
+}
+
+type goldenBlob struct {
+	Offset int64  `json:"offset"`
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+func sum(p []byte) string { s := sha256.Sum256(p); return hex.EncodeToString(s[:]) }
+
+// policies returns the I/O policies worth testing on this filesystem.
+func policies() []fallback.Policy {
+	if testenv.RejectsDirect() {
+		return []fallback.Policy{fallback.Auto, fallback.StdFS}
+	}
+	return []fallback.Policy{fallback.Auto, fallback.DirectPwrite, fallback.StdFS}
+}
+
+func TestGolden(t *testing.T) {
+	for _, p := range policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			path := filepath.Join(testenv.Dir(t), "golden.blob")
+			w, err := blobio.Create(path, &blobio.Options{IO: p, BufferSize: 8 << 10})
+			require.NoError(t, err)
+			var want []goldenBlob
+			for i, n := range goldenSizes {
+				p := content(i, n)
+				off, err := w.WriteBlob(p)
+				require.NoError(t, err)
+				want = append(want, goldenBlob{off, n, sum(p)})
+			}
+			require.NoError(t, w.Close())
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			index, err := json.MarshalIndent(want, "", "  ")
+			require.NoError(t, err)
+			if *update {
+				require.NoError(t, os.WriteFile("testdata/golden.blob", got, 0o644))
+				require.NoError(t, os.WriteFile("testdata/golden.json", append(index, '\n'), 0o644))
+			}
+			golden, err := os.ReadFile("testdata/golden.blob")
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(golden, got), "the writer's bytes differ from testdata/golden.blob (%d vs %d bytes)", len(got), len(golden))
+			goldenIndex, err := os.ReadFile("testdata/golden.json")
+			require.NoError(t, err)
+			assert.JSONEq(t, string(goldenIndex), string(index))
+		})
+	}
+}
+
+func TestReadGolden(t *testing.T) {
+	for _, name := range []string{"golden", "golden-zstd"} {
+		t.Run(name, func(t *testing.T) {
+			var want []goldenBlob
+			index, err := os.ReadFile("testdata/" + name + ".json")
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(index, &want))
+			// Copy to the filesystem under test, to read it through its path.
+			data, err := os.ReadFile("testdata/" + name + ".blob")
+			require.NoError(t, err)
+			path := filepath.Join(testenv.Dir(t), name+".blob")
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+
+			r, err := blobio.Open(path, nil)
+			require.NoError(t, err)
+			defer r.Close()
+			var buf []byte
+			for _, b := range want {
+				buf, err = r.ReadBlob(b.Offset, buf)
+				require.NoError(t, err)
+				assert.Equal(t, b.Size, len(buf))
+				assert.Equal(t, b.SHA256, sum(buf), "blob at %d", b.Offset)
+			}
+			s := blobio.NewScanner(r)
+			i := 0
+			for s.Scan() {
+				require.Less(t, i, len(want))
+				assert.Equal(t, want[i].Offset, s.Offset())
+				assert.Equal(t, want[i].SHA256, sum(s.Bytes()))
+				i++
+			}
+			require.NoError(t, s.Err())
+			assert.Equal(t, len(want), i)
+		})
+	}
+}
+
+func TestZstd(t *testing.T) {
+	dir := testenv.Dir(t)
+	path := filepath.Join(dir, "z.blob")
+	w, err := blobio.Create(path, &blobio.Options{Compression: blobio.Zstd})
+	require.NoError(t, err)
+	compressible := bytes.Repeat([]byte("neon pageserver "), 512) // 8 KiB
+	random := make([]byte, 8192)
+	rand.NewChaCha8([32]byte{3}).Read(random)
+	small := compressible[:100] // under 128 bytes: never compressed
+	var offs []int64
+	for _, p := range [][]byte{compressible, random, small} {
+		off, err := w.WriteBlob(p)
+		require.NoError(t, err)
+		offs = append(offs, off)
+	}
+	require.NoError(t, w.Close())
+
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, byte(0x90), raw[offs[0]]&0xf0, "a compressible blob is stored with zstd")
+	assert.Less(t, offs[1]-offs[0], int64(1000), "the compressed blob is small")
+	assert.Equal(t, byte(0x80), raw[offs[1]]&0xf0, "an incompressible blob is stored raw")
+	assert.Equal(t, byte(100), raw[offs[2]], "a short blob keeps its 1-byte header")
+
+	r, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	for i, want := range [][]byte{compressible, random, small} {
+		got, err := r.ReadBlob(offs[i], nil)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(want, got), "blob %d", i)
+	}
+
+	if *update {
+		index, _ := json.MarshalIndent([]goldenBlob{{offs[0], len(compressible), sum(compressible)}}, "", "  ")
+		require.NoError(t, os.WriteFile("testdata/golden-zstd.blob", raw[:offs[1]], 0o644))
+		require.NoError(t, os.WriteFile("testdata/golden-zstd.json", append(index, '\n'), 0o644))
+	}
+}
+
+// TestRoundTrip writes random blobs across buffer boundaries with several
+// buffer sizes and counts, syncing at random points, and reads them back by
+// offset and by scanning.
+func TestRoundTrip(t *testing.T) {
+	for _, p := range policies() {
+		for _, bufSize := range []int{4 << 10, 64 << 10} {
+			for _, buffers := range []int{1, 2, 4} {
+				name := fmt.Sprintf("%v/buffer=%dKiB/buffers=%d", p, bufSize>>10, buffers)
+				t.Run(name, func(t *testing.T) {
+					roundTrip(t, &blobio.Options{IO: p, BufferSize: bufSize, Buffers: buffers}, uint64(bufSize+buffers))
+				})
+			}
+		}
+	}
+}
+
+func roundTrip(t *testing.T, o *blobio.Options, seed uint64) {
+	path := filepath.Join(testenv.Dir(t), "r.blob")
+	w, err := blobio.Create(path, o)
+	require.NoError(t, err)
+	if testenv.RejectsDirect() {
+		assert.Equal(t, "std-fs", w.Mode().Name())
+	}
+	r := rand.New(rand.NewPCG(seed, 7))
+	var blobs [][]byte
+	var offs []int64
+	var total int64
+	for i := range 400 {
+		n := r.IntN(200)
+		switch r.IntN(10) {
+		case 0:
+			n = r.IntN(3 * o.BufferSize) // larger than a buffer, sometimes
+		case 1:
+			n = 128
+		}
+		p := content(i, n)
+		off, err := w.WriteBlob(p)
+		require.NoError(t, err)
+		require.Equal(t, total, off)
+		total += int64(blobio.HeaderSize(n, blobio.None) + n)
+		assert.Equal(t, total, w.Size())
+		blobs, offs = append(blobs, p), append(offs, off)
+		if r.IntN(50) == 0 {
+			require.NoError(t, w.Sync())
+			st, err := os.Stat(path)
+			require.NoError(t, err)
+			require.Equal(t, total, st.Size(), "after Sync the file has its logical size")
+			checkBlobs(t, path, blobs, offs)
+		}
+	}
+	require.NoError(t, w.Close())
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, total, st.Size())
+	checkBlobs(t, path, blobs, offs)
+}
+
+func checkBlobs(t *testing.T, path string, blobs [][]byte, offs []int64) {
+	t.Helper()
+	rd, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	defer rd.Close()
+	var buf []byte
+	for i := len(blobs) - 1; i >= 0; i-- { // backwards: no help from the window
+		buf, err = rd.ReadBlob(offs[i], buf)
+		require.NoError(t, err, "blob %d at %d", i, offs[i])
+		require.True(t, bytes.Equal(blobs[i], buf), "blob %d at %d differs", i, offs[i])
+	}
+	s := blobio.NewScanner(rd)
+	i := 0
+	for s.Scan() {
+		require.Less(t, i, len(blobs), "more blobs than written")
+		require.Equal(t, offs[i], s.Offset())
+		require.True(t, bytes.Equal(blobs[i], s.Bytes()), "scanned blob %d differs", i)
+		i++
+	}
+	require.NoError(t, s.Err())
+	require.Equal(t, len(blobs), i)
+}
+
+func TestWriterErrors(t *testing.T) {
+	dir := testenv.Dir(t)
+	path := filepath.Join(dir, "e.blob")
+	w, err := blobio.Create(path, nil)
+	require.NoError(t, err)
+
+	huge := make([]byte, blobio.MaxBlobSize+1) // never touched: refused by its length
+	_, err = w.WriteBlob(huge)
+	require.ErrorIs(t, err, blobio.ErrBlobTooLarge)
+	off, err := w.WriteBlob([]byte("still usable"))
+	require.NoError(t, err, "ErrBlobTooLarge leaves the writer usable")
+	assert.Zero(t, off)
+
+	require.NoError(t, w.Close())
+	_, err = w.WriteBlob([]byte("x"))
+	assert.ErrorIs(t, err, blobio.ErrClosed)
+	assert.ErrorIs(t, w.Sync(), blobio.ErrClosed)
+	assert.ErrorIs(t, w.Close(), blobio.ErrClosed)
+
+	_, err = blobio.Create(path, nil)
+	assert.ErrorIs(t, err, fs.ErrExist, "Create never overwrites")
+	_, err = blobio.Create(filepath.Join(dir, "missing", "f.blob"), nil)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = blobio.Create(dir, nil)
+	assert.ErrorIs(t, err, fs.ErrExist, "a directory where a file is expected")
+	_, err = blobio.Create(filepath.Join(dir, "c.blob"), &blobio.Options{Compression: 7})
+	assert.ErrorContains(t, err, "unknown compression")
+	_, err = os.Lstat(filepath.Join(dir, "c.blob"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a refused Create left a file")
+}
+
+func TestReaderErrors(t *testing.T) {
+	dir := testenv.Dir(t)
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		return p
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"reserved bits", []byte{0xa0, 0, 0, 1, 0}, blobio.ErrCorrupt},
+		{"truncated header", []byte{0x80, 0}, io.ErrUnexpectedEOF},
+		{"truncated blob", append([]byte{0x80, 0, 1, 0}, make([]byte, 100)...), io.ErrUnexpectedEOF},
+		{"short blob truncated", []byte{5, 1, 2}, io.ErrUnexpectedEOF},
+		{"bad zstd", []byte{0x90, 0, 0, 3, 1, 2, 3}, blobio.ErrCorrupt},
+	}
+	for _, c := range cases {
+		r, err := blobio.Open(write(c.name, c.data), nil)
+		require.NoError(t, err)
+		_, err = r.ReadBlob(0, nil)
+		assert.ErrorIs(t, err, c.want, "%s: ReadBlob", c.name)
+		s := blobio.NewScanner(r)
+		assert.False(t, s.Scan())
+		assert.ErrorIs(t, s.Err(), c.want, "%s: Scanner", c.name)
+		require.NoError(t, r.Close())
+	}
+
+	r, err := blobio.Open(write("ok", []byte{1, 'x'}), nil)
+	require.NoError(t, err)
+	for _, off := range []int64{-1, 2, 1 << 40} {
+		_, err = r.ReadBlob(off, nil)
+		assert.ErrorIs(t, err, blobio.ErrOffset, "offset %d", off)
+	}
+	s := blobio.NewScanner(r)
+	require.NoError(t, r.Close())
+	assert.False(t, s.Scan())
+	_, err = r.ReadBlob(0, nil)
+	assert.ErrorIs(t, err, blobio.ErrClosed)
+	assert.ErrorIs(t, r.Close(), blobio.ErrClosed)
+
+	_, err = blobio.Open(filepath.Join(dir, "missing"), nil)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = blobio.Open(dir, nil)
+	assert.Error(t, err, "a directory")
+
+	empty, err := blobio.Open(write("empty", nil), nil)
+	require.NoError(t, err)
+	defer empty.Close()
+	s = blobio.NewScanner(empty)
+	assert.False(t, s.Scan())
+	assert.NoError(t, s.Err(), "an empty file has no blobs and no error")
+}
+
+// TestSharedPool runs writers on one pool: their buffers never exceed its
+// budget and all come back.
+func TestSharedPool(t *testing.T) {
+	dir := testenv.Dir(t)
+	pool, err := aligned.NewPool(8<<10, 4096, 6*(8<<10))
+	require.NoError(t, err)
+	defer pool.Close()
+	var ws []*blobio.Writer
+	for i := range 3 {
+		w, err := blobio.Create(filepath.Join(dir, fmt.Sprint(i)), &blobio.Options{Pool: pool, Buffers: 2})
+		require.NoError(t, err)
+		ws = append(ws, w)
+	}
+	for i := range 2000 {
+		_, err := ws[i%3].WriteBlob(content(i, 100))
+		require.NoError(t, err)
+	}
+	for _, w := range ws {
+		require.NoError(t, w.Close())
+	}
+	st := pool.Stats()
+	assert.LessOrEqual(t, st.HighWater, 6)
+	assert.Zero(t, st.InUse, "buffers not returned")
+}
+
+func TestCreateLeavesNothingOnError(t *testing.T) {
+	dir := testenv.Dir(t)
+	pool, err := aligned.NewPool(4096, 4096, 4096)
+	require.NoError(t, err)
+	pool.Close()
+	_, err = blobio.Create(filepath.Join(dir, "f"), &blobio.Options{Pool: pool})
+	require.True(t, errors.Is(err, aligned.ErrPoolClosed), "%v", err)
+	_, err = os.Lstat(filepath.Join(dir, "f"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

@@ -1,0 +1,143 @@
+package blobio
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/appender"
+)
+
+// Options configure a Writer or Reader. A nil *Options means defaults.
+type Options struct {
+	BufferSize  int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
+	Buffers     int             // buffers per writer; default 2: one filling while one is in flight
+	IO          fallback.Policy // default Auto
+	Compression Compression     // default None
+
+	// Pool, when set, supplies the buffers, so that many writers share one
+	// memory budget. Its buffer size overrides BufferSize.
+	Pool *aligned.Pool
+}
+
+func (o *Options) withDefaults() Options {
+	var d Options
+	if o != nil {
+		d = *o
+	}
+	if d.Pool != nil {
+		d.BufferSize = d.Pool.BufferSize()
+	}
+	if d.BufferSize <= 0 {
+		d.BufferSize = aligned.DefaultBlockSize
+	}
+	if d.Buffers <= 0 {
+		d.Buffers = 2
+	}
+	return d
+}
+
+// A Writer appends blobs to a new file. It is not safe for concurrent use.
+type Writer struct {
+	ap     *appender.Appender
+	mode   fallback.Mode
+	comp   Compression
+	enc    *zstd.Encoder
+	zbuf   []byte // reused compression output
+	hdr    [MaxHeaderSize]byte
+	closed bool
+}
+
+// Create creates the file at path (failing if it exists) and returns a
+// Writer that appends blobs to it.
+func Create(path string, o *Options) (*Writer, error) {
+	opts := o.withDefaults()
+	if opts.Compression != None && opts.Compression != Zstd {
+		return nil, fmt.Errorf("blobio: unknown compression %v", opts.Compression)
+	}
+	f, err := fallback.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts.IO)
+	if err != nil {
+		return nil, err
+	}
+	bufSize := aligned.Up(opts.BufferSize, f.Alignment().Block())
+	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool})
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	w := &Writer{ap: ap, mode: f.Mode(), comp: opts.Compression}
+	if w.comp == Zstd {
+		w.enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			ap.Close()
+			os.Remove(path)
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Mode reports the I/O path the writer uses.
+func (w *Writer) Mode() fallback.Mode { return w.mode }
+
+// Size returns the logical size of the file: the offset of the next blob.
+func (w *Writer) Size() int64 { return w.ap.Size() }
+
+// WriteBlob appends p as one blob and returns its offset. A blob over
+// MaxBlobSize fails with ErrBlobTooLarge and leaves the writer usable; an
+// I/O error is returned by every later call.
+func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
+	if w.closed {
+		return 0, ErrClosed
+	}
+	if err := w.ap.Err(); err != nil {
+		return 0, err
+	}
+	data, c := p, None
+	if w.comp == Zstd && len(p) >= minCompressedSize {
+		w.zbuf = w.enc.EncodeAll(p, w.zbuf[:0])
+		if len(w.zbuf) < len(p) {
+			data, c = w.zbuf, Zstd
+		}
+	}
+	hdr, err := AppendHeader(w.hdr[:0], len(data), c)
+	if err != nil {
+		return 0, err
+	}
+	off = w.ap.Size()
+	if _, err := w.ap.Write(hdr); err != nil {
+		return 0, err
+	}
+	if _, err := w.ap.Write(data); err != nil {
+		return 0, err
+	}
+	return off, nil
+}
+
+// Sync makes every blob written so far durable: it writes the buffered
+// tail padded to the file's alignment, cuts the file back to its logical
+// size and fdatasyncs.
+func (w *Writer) Sync() error {
+	if w.closed {
+		return ErrClosed
+	}
+	return w.ap.Sync()
+}
+
+// Close flushes, pads and writes the last block, truncates the file to its
+// logical size, fdatasyncs and closes it, so that both the data and the
+// size are durable when it returns without error.
+func (w *Writer) Close() error {
+	if w.closed {
+		return ErrClosed
+	}
+	w.closed = true
+	if w.enc != nil {
+		w.enc.Close()
+	}
+	return w.ap.Close()
+}

@@ -1,0 +1,362 @@
+// Package appender is the buffered-writer core that blobio.Writer and
+// ephemeral.File share: it appends a byte stream to a fallback.File in full
+// aligned buffers, writing one buffer while the caller fills the next.
+//
+// Buffer ownership follows Neon's owned_buffers_io: the Appender owns up to
+// Buffers buffers; a full one is handed to the queue and comes back when its
+// write completes, and waiting for that hand-back is the only back-pressure.
+// The unaligned tail is handled by padding, then truncating: Sync writes the
+// partial last buffer padded with zeros to the file's offset alignment (not
+// to the buffer size), keeps the tail in memory and rewrites that block on
+// the next flush, after moving it to the front of the buffer (RocksDB's
+// WritableFileWriter::WriteDirect "refit"); Close truncates the file to the
+// logical size. glommio's flush_padded pads the same way. Both keep every
+// write aligned, so the file never holds a gap and no write is read-modify-
+// write.
+//
+// An Appender is not safe for concurrent use; ephemeral.File adds the
+// locking its concurrent readers need.
+package appender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+)
+
+// Options configure New.
+type Options struct {
+	BufferSize int           // bytes per buffer, a multiple of the file's alignment
+	Buffers    int           // buffers owned at most: one filling, the rest in flight
+	Pool       *aligned.Pool // where buffers come from; nil: a pool of its own
+}
+
+// Growth bounds for growing the file ahead of the writes, so that no write
+// extends it: ext4 and xfs serialise extending direct writes, which makes
+// queue depth useless (measured with fio on ext4: QD4 1420 MB/s into
+// preallocated space, 590 MB/s extending). Seastar's append-challenged file
+// grows ahead the same way.
+const (
+	minGrowth = 1 << 20
+	maxGrowth = 64 << 20
+)
+
+// slot is one owned buffer and the stretch of the file it holds.
+type slot struct {
+	buf  *aligned.Buffer
+	off  int64 // file offset of buf's first byte, aligned
+	n    int   // bytes of the stream in buf
+	busy bool  // a write of it is in flight
+	lost bool  // its write failed: its bytes live only in memory now
+}
+
+// Appender appends to a file through aligned buffers.
+type Appender struct {
+	f       fallback.File
+	q       direct.Queue
+	pool    *aligned.Pool
+	ownPool bool
+	align   int // offset alignment; 1 on the page cache
+	grow    bool
+
+	slots []slot
+	cur   int // the slot being filled
+	done  chan direct.Completion
+
+	size     int64 // logical size: every byte appended
+	fileSize int64 // the file's size: grown ahead, or padded past size
+	inflight int   // writes submitted and not yet reaped
+	err      error // sticky: the first I/O error
+}
+
+// New returns an Appender writing to f from offset 0. f must be empty.
+func New(f fallback.File, o Options) (*Appender, error) {
+	a := f.Alignment()
+	if o.Buffers < 1 {
+		return nil, fmt.Errorf("appender: %d buffers, need at least 1", o.Buffers)
+	}
+	if o.BufferSize <= 0 || o.BufferSize%a.Block() != 0 {
+		return nil, fmt.Errorf("appender: buffer size %d is not a positive multiple of the file's alignment %v", o.BufferSize, a)
+	}
+	ap := &Appender{f: f, pool: o.Pool, align: a.Offset, grow: f.Mode().Direct}
+	if ap.pool == nil {
+		// One more than the writer's own buffers: a reader's bounce buffer.
+		p, err := aligned.NewPool(o.BufferSize, max(a.Memory, 512), (o.Buffers+1)*o.BufferSize)
+		if err != nil {
+			return nil, err
+		}
+		ap.pool, ap.ownPool = p, true
+	} else if ap.pool.BufferSize() != o.BufferSize || ap.pool.Align()%a.Memory != 0 {
+		return nil, fmt.Errorf("appender: pool of %d-byte buffers aligned to %d does not fit %d-byte buffers for alignment %v",
+			ap.pool.BufferSize(), ap.pool.Align(), o.BufferSize, a)
+	}
+	q, err := f.NewQueue(&direct.QueueOptions{Depth: o.Buffers})
+	if err != nil {
+		ap.release()
+		return nil, err
+	}
+	ap.q = q
+	ap.slots = make([]slot, 0, o.Buffers)
+	ap.done = make(chan direct.Completion, o.Buffers)
+	b, err := ap.pool.Get(context.Background())
+	if err != nil {
+		ap.release()
+		return nil, err
+	}
+	ap.slots = append(ap.slots, slot{buf: b})
+	return ap, nil
+}
+
+// Size returns the number of bytes appended.
+func (a *Appender) Size() int64 { return a.size }
+
+// Err returns the sticky error, if any.
+func (a *Appender) Err() error { return a.err }
+
+// Pool returns the pool the buffers come from.
+func (a *Appender) Pool() *aligned.Pool { return a.pool }
+
+// Write appends p. It waits for the device only when every buffer is in
+// flight. After an I/O error it returns that error forever.
+func (a *Appender) Write(p []byte) (int, error) {
+	if a.err != nil {
+		return 0, a.err
+	}
+	written := 0
+	for len(p) > 0 {
+		s := &a.slots[a.cur]
+		k := copy(s.buf.Bytes()[s.n:], p)
+		s.n += k
+		a.size += int64(k)
+		written += k
+		p = p[k:]
+		if s.n == s.buf.Size() {
+			if err := a.rotate(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// rotate submits the full current buffer and makes another one current.
+func (a *Appender) rotate() error {
+	s := &a.slots[a.cur]
+	next := s.off + int64(s.n)
+	if err := a.submit(a.cur, s.n); err != nil {
+		return err
+	}
+	i, err := a.freeSlot()
+	if err != nil {
+		return err
+	}
+	a.cur = i
+	a.slots[i].off, a.slots[i].n = next, 0
+	return nil
+}
+
+// freeSlot returns a slot whose buffer is not in flight: an idle one, a new
+// one while the budget allows, or the first to complete.
+func (a *Appender) freeSlot() (int, error) {
+	for i := range a.slots {
+		if s := &a.slots[i]; !s.busy && !s.lost && i != a.cur {
+			return i, nil
+		}
+	}
+	if len(a.slots) < cap(a.slots) {
+		b, ok, err := a.pool.TryGet()
+		if err != nil {
+			return 0, a.fail(err)
+		}
+		if ok {
+			a.slots = append(a.slots, slot{buf: b})
+			return len(a.slots) - 1, nil
+		}
+	}
+	return a.reap()
+}
+
+// submit writes the first n bytes of slot i, padded to the alignment.
+func (a *Appender) submit(i, n int) error {
+	s := &a.slots[i]
+	padded := aligned.PadZero(s.buf.Bytes(), n, a.align)
+	if err := a.growTo(s.off + int64(padded)); err != nil {
+		return err
+	}
+	err := a.q.Submit(direct.Request{Op: direct.OpWrite, Buf: s.buf.Bytes()[:padded], Off: s.off, Token: uint64(i), Done: a.done})
+	if err != nil {
+		return a.fail(err)
+	}
+	s.busy = true
+	a.inflight++
+	a.fileSize = max(a.fileSize, s.off+int64(padded))
+	return nil
+}
+
+// growTo makes the file at least end bytes long, in steps that grow with
+// the file, so that writes land inside it.
+func (a *Appender) growTo(end int64) error {
+	if !a.grow || end <= a.fileSize {
+		return nil
+	}
+	target := max(end, a.fileSize+min(max(a.fileSize, minGrowth), maxGrowth))
+	err := a.f.Allocate(a.fileSize, target-a.fileSize)
+	if errors.Is(err, errors.ErrUnsupported) {
+		err = a.f.Truncate(target)
+	}
+	if err != nil {
+		return a.fail(err)
+	}
+	a.fileSize = target
+	return nil
+}
+
+// reap waits for one write to complete and returns its slot. A slot whose
+// write failed is marked lost: its bytes stay in memory, never reused.
+func (a *Appender) reap() (int, error) {
+	c := a.q.Await(a.done)
+	i := int(c.Token)
+	a.slots[i].busy = false
+	a.inflight--
+	if c.Err != nil {
+		a.slots[i].lost = true
+		return i, a.fail(c.Err)
+	}
+	return i, nil
+}
+
+// wait waits for every write in flight.
+func (a *Appender) wait() error {
+	for a.inflight > 0 {
+		a.reap()
+	}
+	return a.err
+}
+
+func (a *Appender) fail(err error) error {
+	if a.err == nil {
+		a.err = err
+	}
+	return a.err
+}
+
+// Flush writes everything appended so far, the partial last buffer padded
+// to the alignment, and waits for it. It does not fdatasync.
+func (a *Appender) Flush() error {
+	if a.err != nil {
+		return a.err
+	}
+	s := &a.slots[a.cur]
+	if s.n > 0 {
+		if err := a.submit(a.cur, s.n); err != nil {
+			return err
+		}
+	}
+	if err := a.wait(); err != nil {
+		return err
+	}
+	// Refit: keep only the unaligned tail, moved to the front of the
+	// buffer; the aligned part before it is on disk for good.
+	if whole := aligned.Down(s.n, a.align); whole > 0 {
+		copy(s.buf.Bytes(), s.buf.Bytes()[whole:s.n])
+		s.off += int64(whole)
+		s.n -= whole
+	}
+	return nil
+}
+
+// Sync flushes, cuts the file back to the logical size and makes the data
+// and the size durable with fdatasync.
+func (a *Appender) Sync() error {
+	if err := a.Flush(); err != nil {
+		return err
+	}
+	if err := a.trim(); err != nil {
+		return err
+	}
+	return a.sync()
+}
+
+// trim cuts what was grown ahead and the padding back to the logical size.
+func (a *Appender) trim() error {
+	if a.fileSize <= a.size {
+		return nil
+	}
+	if err := a.f.Truncate(a.size); err != nil {
+		return a.fail(err)
+	}
+	a.fileSize = a.size
+	return nil
+}
+
+func (a *Appender) sync() error {
+	if err := a.q.Submit(direct.Request{Op: direct.OpSync, Done: a.done, Token: ^uint64(0)}); err != nil {
+		return a.fail(err)
+	}
+	if c := a.q.Await(a.done); c.Err != nil {
+		return a.fail(c.Err)
+	}
+	return nil
+}
+
+// Close flushes, truncates the file to its logical size, fdatasyncs, closes
+// the file and returns the buffers. It reports the first error on the way;
+// the buffers and the file are released whatever happens.
+func (a *Appender) Close() error {
+	err := a.Sync()
+	a.release()
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Discard drops what has not been written, waits for the writes in flight,
+// returns the buffers and closes the file: for a temporary file whose
+// contents die with it.
+func (a *Appender) Discard() error {
+	a.wait()
+	a.release()
+	return a.f.Close()
+}
+
+// Cached returns the bytes of the stream at off that are in memory: in the
+// buffer being filled, in flight, or written and not yet reused. When off
+// is not in memory it returns nil and where the next buffered stretch
+// starts (or Size), so the caller reads [off, next) from the file.
+func (a *Appender) Cached(off int64) (mem []byte, next int64) {
+	next = a.size
+	for i := range a.slots {
+		s := &a.slots[i]
+		if s.n == 0 {
+			continue
+		}
+		if s.off <= off && off < s.off+int64(s.n) {
+			return s.buf.Bytes()[off-s.off : s.n], 0
+		}
+		if s.off > off {
+			next = min(next, s.off)
+		}
+	}
+	return nil, next
+}
+
+// release closes the queue (waiting for anything in flight) and gives the
+// buffers back.
+func (a *Appender) release() {
+	if a.q != nil {
+		a.q.Close()
+		a.q = nil
+	}
+	for i := range a.slots {
+		a.pool.Put(a.slots[i].buf)
+	}
+	a.slots = nil
+	if a.ownPool {
+		a.pool.Close()
+	}
+}
