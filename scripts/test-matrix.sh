@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # cleanup and on_signal run from traps
 # test-matrix.sh runs the Go test suite once per filesystem leg.
 #
 #   scripts/test-matrix.sh [go test args...]     (default: -race -count=1 ./...)
@@ -101,8 +102,8 @@ mounts_under() {
 }
 
 unmount() {
-	local m=$1 i
-	for i in 1 2 3 4 5; do
+	local m=$1
+	for _ in 1 2 3 4 5; do
 		umount "$m" 2>/dev/null && return 0
 		sleep 1
 	done
@@ -122,6 +123,9 @@ teardown() {
 	while read -r img; do
 		for dev in $(losetup -n -O NAME -j "$img" 2>/dev/null); do
 			losetup -d "$dev" || ok=1
+			if [ -n "$(losetup -n -O NAME -j "$img" 2>/dev/null)" ]; then
+				echo "matrix: $dev is still in use; the kernel detaches it when released" >&2
+			fi
 		done
 	done < <(find "$dir" -xdev -name '*.img' -type f 2>/dev/null)
 	if [ -n "$(mounts_under "$dir")" ]; then
@@ -137,8 +141,7 @@ stop_tests() {
 	if kill -0 "$TEST_PID" 2>/dev/null; then
 		echo "matrix: stopping go test (process group $TEST_PID)" >&2
 		kill -TERM -- "-$TEST_PID" 2>/dev/null || true
-		local i
-		for i in $(seq 50); do
+		for _ in $(seq 50); do
 			kill -0 -- "-$TEST_PID" 2>/dev/null || break
 			sleep 0.2
 		done
@@ -254,7 +257,10 @@ for leg in "${LEGS[@]}"; do
 	if [ -n "$reason" ]; then
 		echo "=== matrix leg: $(label "$leg"): skipped: $reason ==="
 		record "$leg" "SKIP: $reason"
-		[ "${MATRIX_STRICT:-}" != 1 ] || FAILED=1
+		if [ "${MATRIX_STRICT:-}" = 1 ]; then
+			SUMMARY+=("matrix: MATRIX_STRICT=1: the skipped $leg leg fails the run")
+			FAILED=1
+		fi
 		continue
 	fi
 	echo
@@ -264,7 +270,8 @@ for leg in "${LEGS[@]}"; do
 		record "$leg" "FAIL: could not set up the $leg mount  ($((SECONDS - start))s)"
 		FAILED=1
 	else
-		echo "matrix: DIO_TEST_DIR=$ROOT/$leg/mnt DIO_TEST_FS=$leg DIO_TEST_SECTOR=$(sector "$leg") go test $*"
+		ss=$(sector "$leg")
+		echo "matrix: DIO_TEST_DIR=$ROOT/$leg/mnt DIO_TEST_FS=$leg ${ss:+DIO_TEST_SECTOR=$ss }go test $*"
 		if run_tests "$leg" "$@"; then
 			record "$leg" "PASS  ($((SECONDS - start))s)"
 		else

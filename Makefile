@@ -1,0 +1,56 @@
+# dio: build, test and lint. `make test` is the full check; with root and the
+# mkfs tools it also runs the filesystem matrix (scripts/test-matrix.sh).
+
+GO      ?= go
+DIR     ?= $(or $(TMPDIR),/tmp)
+MATRIX_TOOLS := losetup mkfs.ext4 mkfs.xfs mkfs.btrfs
+STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: build test test-matrix lint bench run clean
+
+build:
+	$(GO) build ./...
+	@if [ -d cmd/dio-check ]; then \
+		echo "$(GO) build -o bin/dio-check ./cmd/dio-check"; \
+		$(GO) build -o bin/dio-check ./cmd/dio-check; \
+	fi
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+	@PATH="$$PATH:/usr/sbin:/sbin"; missing=; why=; \
+	for t in $(MATRIX_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ "$$(id -u)" != 0 ]; then \
+		why="it mounts filesystems and needs root (try: sudo make test-matrix)"; \
+	elif [ -n "$$missing" ]; then \
+		why="missing:$$missing (install e2fsprogs xfsprogs btrfs-progs)"; \
+	fi; \
+	if [ -n "$$why" ]; then \
+		echo "note: skipped the filesystem matrix (tmpfs, ramfs, ext4, xfs, btrfs): $$why"; \
+		if [ "$$CI" = true ]; then echo "error: CI=true requires the matrix" >&2; exit 1; fi; \
+	else \
+		echo scripts/test-matrix.sh; scripts/test-matrix.sh; \
+	fi
+
+test-matrix:
+	scripts/test-matrix.sh
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then \
+		echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; \
+	fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+run:
+	@if [ ! -d cmd/dio-check ]; then \
+		echo "make run: cmd/dio-check does not exist yet; nothing to run" >&2; exit 1; \
+	fi
+	$(GO) run ./cmd/dio-check $(DIR)
+
+clean:
+	rm -rf bin
+	$(GO) clean ./...
