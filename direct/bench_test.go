@@ -55,9 +55,11 @@ func benchQueue(b *testing.B, kind direct.EngineKind, qd, bs int) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	if err := f.Allocate(0, benchRegion); errors.Is(err, errors.ErrUnsupported) {
+	err = f.Allocate(0, benchRegion)
+	if errors.Is(err, errors.ErrUnsupported) {
 		err = f.Truncate(benchRegion)
-	} else if err != nil {
+	}
+	if err != nil {
 		b.Fatal(err)
 	}
 	q, err := f.NewQueue(&direct.QueueOptions{Depth: qd, Engine: kind})

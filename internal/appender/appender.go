@@ -84,8 +84,7 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	}
 	ap := &Appender{f: f, pool: o.Pool, align: a.Offset, grow: f.Mode().Direct}
 	if ap.pool == nil {
-		// One more than the writer's own buffers: a reader's bounce buffer.
-		p, err := aligned.NewPool(o.BufferSize, max(a.Memory, 512), (o.Buffers+1)*o.BufferSize)
+		p, err := aligned.NewPool(o.BufferSize, max(a.Memory, 512), o.Buffers*o.BufferSize)
 		if err != nil {
 			return nil, err
 		}

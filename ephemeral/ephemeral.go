@@ -1,0 +1,227 @@
+package ephemeral
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/appender"
+)
+
+// ErrClosed reports use of a closed File.
+var ErrClosed = errors.New("ephemeral: file closed")
+
+// Options configure Create. A nil *Options means defaults.
+type Options struct {
+	BufferSize int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
+	Buffers    int             // buffers per file; default 2: one filling while one is written
+	IO         fallback.Policy // default Auto
+
+	// Pool, when set, supplies the write buffers, so that many files
+	// share one memory budget: Create waits for a buffer rather than
+	// exceed it. Its buffer size overrides BufferSize.
+	Pool *aligned.Pool
+}
+
+// A File is a temporary append-only file. One goroutine may append while
+// others read; all methods are safe for concurrent use.
+type File struct {
+	mu     sync.RWMutex
+	ap     *appender.Appender
+	f      fallback.File
+	hdr    [blobio.MaxHeaderSize]byte
+	closed bool
+
+	// bounce is the aligned buffer disk reads land in, allocated at the
+	// first one. It is the file's own, outside any shared pool: a reader
+	// waiting on a pool whose budget the writers hold would never wake.
+	bounceMu sync.Mutex
+	bounce   *aligned.Buffer
+	bufSize  int
+}
+
+// Create creates a temporary file in dir.
+func Create(dir string, o *Options) (*File, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Pool != nil {
+		opts.BufferSize = opts.Pool.BufferSize()
+	}
+	if opts.BufferSize <= 0 {
+		opts.BufferSize = aligned.DefaultBlockSize
+	}
+	if opts.Buffers <= 0 {
+		opts.Buffers = 2
+	}
+	f, err := createTemp(dir, opts.IO)
+	if err != nil {
+		return nil, err
+	}
+	bufSize := aligned.Up(opts.BufferSize, max(f.Alignment().Block(), 512))
+	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &File{ap: ap, f: f, bufSize: bufSize}, nil
+}
+
+// Mode reports the I/O path the file uses.
+func (f *File) Mode() fallback.Mode { return f.f.Mode() }
+
+// Size returns the number of bytes appended.
+func (f *File) Size() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.ap.Size()
+}
+
+// Write appends p; its offset is Size before the call. After an I/O error
+// every Write returns that error.
+func (f *File) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, ErrClosed
+	}
+	return f.ap.Write(p)
+}
+
+// WriteBlob appends p as one blob in blobio's format and returns its
+// offset.
+func (f *File) WriteBlob(p []byte) (off int64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, ErrClosed
+	}
+	if err := f.ap.Err(); err != nil {
+		return 0, err
+	}
+	hdr, err := blobio.AppendHeader(f.hdr[:0], len(p), blobio.None)
+	if err != nil {
+		return 0, err
+	}
+	off = f.ap.Size()
+	if _, err := f.ap.Write(hdr); err != nil {
+		return 0, err
+	}
+	if _, err := f.ap.Write(p); err != nil {
+		return 0, err
+	}
+	return off, nil
+}
+
+// ReadAt reads len(p) bytes at off, from memory where the bytes are still
+// buffered and from the disk otherwise. At the end of the file it returns
+// the bytes there are and io.EOF.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, ErrClosed
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("ephemeral: read at negative offset %d", off)
+	}
+	size := f.ap.Size()
+	end := min(off+int64(len(p)), size)
+	pos := off
+	for pos < end {
+		mem, next := f.ap.Cached(pos)
+		if mem != nil {
+			pos += int64(copy(p[pos-off:end-off], mem))
+			continue
+		}
+		n, err := f.readDisk(p[pos-off:min(next, end)-off], pos)
+		pos += int64(n)
+		if err != nil {
+			return int(pos - off), err
+		}
+	}
+	if n := int(pos - off); n < len(p) {
+		return n, io.EOF
+	}
+	return len(p), nil
+}
+
+// readDisk fills p from the file at off with aligned reads through the
+// bounce buffer. The caller holds f.mu, so the range stays on disk.
+func (f *File) readDisk(p []byte, off int64) (int, error) {
+	f.bounceMu.Lock()
+	defer f.bounceMu.Unlock()
+	if f.bounce == nil {
+		b, err := aligned.New(f.bufSize, max(f.f.Alignment().Memory, 512))
+		if err != nil {
+			return 0, err
+		}
+		f.bounce = b
+	}
+	b := f.bounce
+	align := int64(f.f.Alignment().Offset)
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		lo := aligned.Down(pos, align)
+		want := aligned.Up(pos+int64(len(p)-done), align) - lo
+		n, err := f.f.ReadAt(b.Bytes()[:min(want, int64(b.Size()))], lo)
+		k := copy(p[done:], b.Bytes()[min(int(pos-lo), n):n])
+		done += k
+		if k == 0 || err != nil && err != io.EOF {
+			if err == nil || err == io.EOF {
+				err = fmt.Errorf("ephemeral: reading at %d: %w", pos, io.ErrUnexpectedEOF)
+			}
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// ReadBlob reads the blob at off, appending it to dst[:0].
+func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
+	var h [blobio.MaxHeaderSize]byte
+	n, err := f.ReadAt(h[:], off)
+	if err != nil && (err != io.EOF || n == 0) {
+		if err == io.EOF {
+			err = fmt.Errorf("%w: offset %d is at or past the end", blobio.ErrOffset, off)
+		}
+		return dst[:0], err
+	}
+	hs, size, c, err := blobio.DecodeHeader(h[:n])
+	if err != nil {
+		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %w", off, err)
+	}
+	if c != blobio.None {
+		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %w: compressed, and this file never compresses", off, blobio.ErrCorrupt)
+	}
+	dst = slices.Grow(dst[:0], size)[:size]
+	if k, err := f.ReadAt(dst, off+int64(hs)); err != nil {
+		if err == io.EOF {
+			err = fmt.Errorf("ephemeral: blob at %d: %d of %d bytes: %w", off, k, size, io.ErrUnexpectedEOF)
+		}
+		return dst[:0], err
+	}
+	return dst, nil
+}
+
+// Close discards the file: nothing is flushed, the buffers go back to their
+// pool, and the file's space is freed. Later calls return ErrClosed.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	f.closed = true
+	if f.bounce != nil {
+		f.bounce.Free()
+	}
+	return f.ap.Discard()
+}
