@@ -20,7 +20,7 @@ func allocate(size, align int) (*region, error) {
 	if align > page {
 		extra = align - page // mmap is page aligned; over-map to find an aligned start
 	}
-	m, err := unix.Mmap(-1, 0, size+extra, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	m, err := unix.Mmap(-1, 0, size+extra, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|mapPopulate)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@
 # shellcheck disable=SC2317 # cleanup and on_signal run from traps
 # test-matrix.sh runs the Go test suite once per filesystem leg.
 #
-#   scripts/test-matrix.sh [go test args...]     (default: -race -count=1 ./...)
+#   scripts/test-matrix.sh [go test args...]     (default: -race -count=1 -timeout=5m ./...)
 #
 # Legs: tmpfs, ramfs (refuses O_DIRECT), ext4 on a 512-byte-sector loop
 # device, xfs on a 4096-byte-sector loop device, btrfs on a loop device.
@@ -25,7 +25,7 @@ PATH="$PATH:/usr/sbin:/sbin"
 
 cd "$(dirname "$0")/.."
 if [ $# -eq 0 ]; then
-	set -- -race -count=1 ./...
+	set -- -race -count=1 -timeout=5m ./...
 fi
 
 read -r -a LEGS <<<"${MATRIX_LEGS:-$ALL_LEGS}"

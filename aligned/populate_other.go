@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package aligned
+
+const mapPopulate = 0
