@@ -245,6 +245,26 @@ func checkBlobs(t *testing.T, path string, blobs [][]byte, offs []int64) {
 	require.Equal(t, len(blobs), i)
 }
 
+func TestCloseNoSync(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "n.blob")
+	w, err := blobio.Create(path, &blobio.Options{NoSync: true})
+	require.NoError(t, err)
+	var offs []int64
+	var blobs [][]byte
+	for i := range 300 {
+		p := content(i, i*7)
+		off, err := w.WriteBlob(p)
+		require.NoError(t, err)
+		offs, blobs = append(offs, off), append(blobs, p)
+	}
+	size := w.Size()
+	require.NoError(t, w.Close())
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, size, st.Size(), "NoSync still truncates to the logical size")
+	checkBlobs(t, path, blobs, offs)
+}
+
 func TestWriterErrors(t *testing.T) {
 	dir := testenv.Dir(t)
 	path := filepath.Join(dir, "e.blob")

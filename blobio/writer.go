@@ -21,6 +21,10 @@ type Options struct {
 	// Pool, when set, supplies the buffers, so that many writers share one
 	// memory budget. Its buffer size overrides BufferSize.
 	Pool *aligned.Pool
+
+	// NoSync makes Close skip the fdatasync, for a caller that makes many
+	// files durable at once, or never needs them to be. Sync still syncs.
+	NoSync bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -63,7 +67,7 @@ func Create(path string, o *Options) (*Writer, error) {
 		return nil, err
 	}
 	bufSize := aligned.Up(opts.BufferSize, f.Alignment().Block())
-	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool})
+	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync})
 	if err != nil {
 		f.Close()
 		os.Remove(path)
@@ -129,8 +133,8 @@ func (w *Writer) Sync() error {
 }
 
 // Close flushes, pads and writes the last block, truncates the file to its
-// logical size, fdatasyncs and closes it, so that both the data and the
-// size are durable when it returns without error.
+// logical size, fdatasyncs (unless Options.NoSync) and closes it, so that
+// both the data and the size are durable when it returns without error.
 func (w *Writer) Close() error {
 	if w.closed {
 		return ErrClosed

@@ -43,6 +43,11 @@ type File struct {
 	bounceMu sync.Mutex
 	bounce   *aligned.Buffer
 	bufSize  int
+	// The bounce buffer doubles as a read-ahead cache: it holds the file's
+	// bytes [cacheOff, cacheOff+cacheLen), all of them final on disk when
+	// read, so a sequential reader costs one aligned read per buffer.
+	cacheOff int64
+	cacheLen int
 }
 
 // Create creates a temporary file in dir.
@@ -140,7 +145,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 			pos += int64(copy(p[pos-off:end-off], mem))
 			continue
 		}
-		n, err := f.readDisk(p[pos-off:min(next, end)-off], pos)
+		n, err := f.readDisk(p[pos-off:min(next, end)-off], pos, next)
 		pos += int64(n)
 		if err != nil {
 			return int(pos - off), err
@@ -152,9 +157,10 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// readDisk fills p from the file at off with aligned reads through the
-// bounce buffer. The caller holds f.mu, so the range stays on disk.
-func (f *File) readDisk(p []byte, off int64) (int, error) {
+// readDisk fills p from the file at off with aligned reads of a whole
+// buffer through the bounce buffer, which it keeps as a read-ahead cache.
+// The caller holds f.mu, and [off, final) is on disk for good.
+func (f *File) readDisk(p []byte, off, final int64) (int, error) {
 	f.bounceMu.Lock()
 	defer f.bounceMu.Unlock()
 	if f.bounce == nil {
@@ -164,21 +170,24 @@ func (f *File) readDisk(p []byte, off int64) (int, error) {
 		}
 		f.bounce = b
 	}
-	b := f.bounce
 	align := int64(f.f.Alignment().Offset)
 	done := 0
 	for done < len(p) {
 		pos := off + int64(done)
+		if pos >= f.cacheOff && pos < f.cacheOff+int64(f.cacheLen) {
+			done += copy(p[done:], f.bounce.Bytes()[pos-f.cacheOff:f.cacheLen])
+			continue
+		}
 		lo := aligned.Down(pos, align)
-		want := aligned.Up(pos+int64(len(p)-done), align) - lo
-		n, err := f.f.ReadAt(b.Bytes()[:min(want, int64(b.Size()))], lo)
-		k := copy(p[done:], b.Bytes()[min(int(pos-lo), n):n])
-		done += k
-		if k == 0 || err != nil && err != io.EOF {
-			if err == nil || err == io.EOF {
-				err = fmt.Errorf("ephemeral: reading at %d: %w", pos, io.ErrUnexpectedEOF)
-			}
+		f.cacheLen = 0
+		n, err := f.f.ReadAt(f.bounce.Bytes(), lo)
+		if err != nil && err != io.EOF {
 			return done, err
+		}
+		f.cacheOff, f.cacheLen = lo, int(min(int64(n), final-lo))
+		if f.cacheLen <= int(pos-lo) {
+			f.cacheLen = 0
+			return done, fmt.Errorf("ephemeral: reading at %d: file ends at %d: %w", pos, lo+int64(n), io.ErrUnexpectedEOF)
 		}
 	}
 	return done, nil
@@ -210,6 +219,33 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	}
 	return dst, nil
 }
+
+// Flush writes everything appended so far (the last block padded with
+// zeros) and waits for it. The bytes stay readable as before.
+func (f *File) Flush() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	return f.ap.Flush()
+}
+
+// Sync flushes and fdatasyncs: for a caller that wants the bytes on the
+// device, such as a benchmark comparing with durable writes. A temporary
+// file never needs it for correctness.
+func (f *File) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	return f.ap.Sync()
+}
+
+// Fd returns the file descriptor, for inspection (fstat, mincore); reads
+// and writes go through the methods above.
+func (f *File) Fd() uintptr { return f.f.Fd() }
 
 // Close discards the file: nothing is flushed, the buffers go back to their
 // pool, and the file's space is freed. Later calls return ErrClosed.

@@ -86,6 +86,9 @@ type File interface {
 	Name() string
 	// Stat returns the file's os.FileInfo.
 	Stat() (os.FileInfo, error)
+	// Fd returns the file descriptor, for inspection (fstat, mincore);
+	// reads and writes go through the methods above.
+	Fd() uintptr
 }
 
 type file struct {

@@ -33,6 +33,7 @@ type Options struct {
 	BufferSize int           // bytes per buffer, a multiple of the file's alignment
 	Buffers    int           // buffers owned at most: one filling, the rest in flight
 	Pool       *aligned.Pool // where buffers come from; nil: a pool of its own
+	NoSync     bool          // Close does not fdatasync (Sync still does)
 }
 
 // Growth bounds for growing the file ahead of the writes, so that no write
@@ -62,6 +63,7 @@ type Appender struct {
 	ownPool bool
 	align   int // offset alignment; 1 on the page cache
 	grow    bool
+	noSync  bool
 
 	slots []slot
 	cur   int // the slot being filled
@@ -82,7 +84,7 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	if o.BufferSize <= 0 || o.BufferSize%a.Block() != 0 {
 		return nil, fmt.Errorf("appender: buffer size %d is not a positive multiple of the file's alignment %v", o.BufferSize, a)
 	}
-	ap := &Appender{f: f, pool: o.Pool, align: a.Offset, grow: f.Mode().Direct}
+	ap := &Appender{f: f, pool: o.Pool, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync}
 	if ap.pool == nil {
 		p, err := aligned.NewPool(o.BufferSize, max(a.Memory, 512), o.Buffers*o.BufferSize)
 		if err != nil {
@@ -302,11 +304,18 @@ func (a *Appender) sync() error {
 	return nil
 }
 
-// Close flushes, truncates the file to its logical size, fdatasyncs, closes
-// the file and returns the buffers. It reports the first error on the way;
-// the buffers and the file are released whatever happens.
+// Close flushes, truncates the file to its logical size, fdatasyncs (unless
+// Options.NoSync), closes the file and returns the buffers. It reports the
+// first error on the way; the buffers and the file are released whatever
+// happens.
 func (a *Appender) Close() error {
-	err := a.Sync()
+	err := a.Flush()
+	if err == nil {
+		err = a.trim()
+	}
+	if err == nil && !a.noSync {
+		err = a.sync()
+	}
 	a.release()
 	if cerr := a.f.Close(); err == nil {
 		err = cerr
