@@ -10,10 +10,7 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 build:
 	$(GO) build ./...
-	@if [ -d cmd/dio-check ]; then \
-		echo "$(GO) build -o bin/dio-check ./cmd/dio-check"; \
-		$(GO) build -o bin/dio-check ./cmd/dio-check; \
-	fi
+	$(GO) build -o bin/dio-check ./cmd/dio-check
 
 test:
 	$(GO) vet ./...
@@ -45,11 +42,12 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-run:
-	@if [ ! -d cmd/dio-check ]; then \
-		echo "make run: cmd/dio-check does not exist yet; nothing to run" >&2; exit 1; \
-	fi
-	$(GO) run ./cmd/dio-check $(DIR)
+# run probes DIR and benchmarks std-fs against direct I/O on it (about a
+# minute with the defaults; BENCH="-size 32MiB" for a quicker look).
+BENCH ?=
+run: build
+	bin/dio-check $(DIR)
+	bin/dio-check bench $(BENCH) $(DIR)
 
 clean:
 	rm -rf bin

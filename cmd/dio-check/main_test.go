@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/internal/ingest"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+var binary string // built once by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dio-check-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "dio-check")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// dioCheck runs the binary and returns stdout, stderr and the exit code.
+func dioCheck(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func requireEmpty(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	require.Empty(t, names, "dio-check left files in %s", dir)
+}
+
+func TestProbeJSON(t *testing.T) {
+	dir := testenv.Dir(t)
+	keep := filepath.Join(dir, "existing")
+	require.NoError(t, os.WriteFile(keep, []byte("untouched"), 0o644))
+	out, stderr, code := dioCheck(t, "-json", dir)
+	require.Equal(t, 0, code, stderr)
+	var p map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &p), out)
+	for _, k := range []string{"dir", "fs", "o_direct", "mem_align", "offset_align", "io_uring", "mode", "reason"} {
+		assert.Contains(t, p, k)
+	}
+	assert.Equal(t, dir, p["dir"])
+	if fs := testenv.FS(); fs != "" {
+		assert.Equal(t, fs, p["fs"])
+	}
+	assert.Contains(t, []any{"direct+io_uring", "direct+pwrite", "std-fs"}, p["mode"])
+	assert.NotEmpty(t, p["reason"])
+	switch {
+	case testenv.RejectsDirect():
+		assert.Equal(t, false, p["o_direct"])
+		assert.Equal(t, "std-fs", p["mode"])
+		assert.Contains(t, p["reason"], "rejected O_DIRECT")
+	case testenv.Sector() > 0:
+		assert.Equal(t, true, p["o_direct"])
+		assert.EqualValues(t, testenv.Sector(), p["offset_align"])
+		assert.EqualValues(t, testenv.Sector(), p["min_write_align"], "the kernel refuses writes below the sector size")
+	}
+	data, err := os.ReadFile(keep)
+	require.NoError(t, err)
+	assert.Equal(t, "untouched", string(data))
+	require.NoError(t, os.Remove(keep))
+	requireEmpty(t, dir)
+}
+
+func TestProbeTable(t *testing.T) {
+	dir := testenv.Dir(t)
+	out, stderr, code := dioCheck(t, dir, dir)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.GreaterOrEqual(t, len(lines), 3)
+	assert.True(t, strings.HasPrefix(lines[0], "DIR"), out)
+	assert.Contains(t, lines[1], dir)
+	requireEmpty(t, dir)
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := testenv.Dir(t)
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"missing", []string{filepath.Join(dir, "missing")}, 2, "no such file or directory"},
+		{"not a directory", []string{file}, 2, "not a directory"},
+		{"no directory", nil, 2, "no directory given"},
+		{"bad flag", []string{"-nope", dir}, 2, "flag provided but not defined"},
+		{"bad require", []string{"-require", "magic", dir}, 2, "only \"direct\""},
+		{"bench without dir", []string{"bench"}, 2, "exactly one directory"},
+		{"bench bad size", []string{"bench", "-size", "lots", dir}, 2, "-size"},
+		{"bench bad buffers", []string{"bench", "-buffers", "1000", dir}, 2, "-buffers"},
+	}
+	for _, c := range cases {
+		_, stderr, code := dioCheck(t, c.args...)
+		assert.Equal(t, c.code, code, c.name)
+		assert.Contains(t, stderr, c.msg, c.name)
+	}
+	// The errors that are not usage come out as one line.
+	_, stderr, _ := dioCheck(t, filepath.Join(dir, "missing"))
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+
+	_, stderr, code := dioCheck(t, "-require", "direct", dir)
+	if testenv.RejectsDirect() {
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "would not get O_DIRECT")
+	} else {
+		assert.Equal(t, 0, code, stderr)
+	}
+	require.NoError(t, os.Remove(file))
+	requireEmpty(t, dir)
+}
+
+func TestUnwritableDirectory(t *testing.T) {
+	dir := testenv.Dir(t)
+	ro := filepath.Join(dir, "ro")
+	require.NoError(t, os.Mkdir(ro, 0o755))
+	if os.Geteuid() == 0 {
+		// Root writes anywhere permissions say no: use a read-only mount.
+		if err := syscall.Mount("tmpfs", ro, "tmpfs", syscall.MS_RDONLY, ""); err != nil {
+			t.Skipf("cannot mount a read-only tmpfs: %v", err)
+		}
+		defer syscall.Unmount(ro, 0)
+	} else {
+		require.NoError(t, os.Chmod(ro, 0o555))
+	}
+	_, stderr, code := dioCheck(t, ro)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "cannot create a file")
+}
+
+func TestBenchJSON(t *testing.T) {
+	dir := testenv.Dir(t)
+	out, stderr, code := dioCheck(t, "bench", "-json", "-size", "8MiB", dir)
+	require.Equal(t, 0, code, stderr)
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var r BenchResult
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
+		assert.Equal(t, 100, r.ValueSize)
+		assert.Equal(t, int64(8<<20), r.Bytes)
+		assert.Positive(t, r.MiBs)
+		seen[r.Workload+"/"+sizeName(r.Buffer)+"/"+r.Engine] = true
+	}
+	for _, w := range ingest.Workloads {
+		for _, buf := range []string{"8KiB", "64KiB"} {
+			for _, e := range ingest.Engines {
+				direct := strings.HasPrefix(e.Name, "direct")
+				if direct && testenv.RejectsDirect() {
+					assert.Contains(t, stderr, "skipped "+e.Name)
+					continue
+				}
+				assert.True(t, seen[w+"/"+buf+"/"+e.Name], "no row for %s/%s/%s", w, buf, e.Name)
+			}
+		}
+	}
+	requireEmpty(t, dir)
+}
+
+func TestBenchTable(t *testing.T) {
+	dir := testenv.Dir(t)
+	out, stderr, code := dioCheck(t, "bench", "-size", "4MiB", "-buffers", "64KiB", dir)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "× std-fs+fsync")
+	assert.Contains(t, out, "seq-no-delta")
+	requireEmpty(t, dir)
+}
+
+// TestInterruptRemovesFiles stops a bench with SIGINT and SIGTERM while its
+// blob file exists and checks that nothing is left in the directory.
+func TestInterruptRemovesFiles(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		dir := testenv.Dir(t)
+		cmd := exec.Command(binary, "bench", "-size", "16MiB", "-buffers", "8KiB", "-runs", "100", dir)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		seen := false
+		for deadline := time.Now().Add(30 * time.Second); !seen && time.Now().Before(deadline); {
+			ents, _ := os.ReadDir(dir)
+			seen = len(ents) > 0
+			time.Sleep(time.Millisecond)
+		}
+		require.True(t, seen, "the bench never created a named file")
+		require.NoError(t, cmd.Process.Signal(sig))
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "%v", err)
+		assert.Equal(t, 128+int(sig), ee.ExitCode(), stderr.String())
+		requireEmpty(t, dir)
+	}
+}

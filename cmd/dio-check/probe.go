@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+)
+
+// Probe is what dio-check learns about one directory; -json prints it.
+type Probe struct {
+	Dir           string `json:"dir"`
+	FS            string `json:"fs"`
+	Device        string `json:"device,omitempty"`
+	LogicalBlock  int    `json:"logical_block,omitempty"`
+	PhysicalBlock int    `json:"physical_block,omitempty"`
+	ODirect       bool   `json:"o_direct"`
+	ODirectError  string `json:"o_direct_error,omitempty"`
+	MemAlign      int    `json:"mem_align"`
+	OffsetAlign   int    `json:"offset_align"`
+	AlignSource   string `json:"align_source,omitempty"`
+	MinWriteAlign int    `json:"min_write_align"`
+	IOURing       bool   `json:"io_uring"`
+	IOURingError  string `json:"io_uring_error,omitempty"`
+	Mode          string `json:"mode"`
+	Reason        string `json:"reason"`
+}
+
+// candidateAligns are the write sizes tried, smallest first, to find the
+// smallest the file accepts.
+var candidateAligns = []int{512, 1024, 2048, 4096}
+
+func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
+	fs := flag.NewFlagSet("dio-check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object per directory")
+	require := fs.String("require", "", `"direct": exit 1 unless every directory gets O_DIRECT`)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dio-check [-json] [-require direct] DIR...\n       dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *require != "" && *require != "direct" {
+		return usageError{fmt.Sprintf("-require %q: only \"direct\" is known", *require)}
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return usageError{"no directory given"}
+	}
+	for _, dir := range fs.Args() {
+		if err := checkDir(dir); err != nil {
+			return err
+		}
+	}
+	var probes []Probe
+	for _, dir := range fs.Args() {
+		p, err := probe(dir, tmp)
+		if err != nil {
+			return err
+		}
+		probes = append(probes, p)
+		if *asJSON {
+			if err := json.NewEncoder(stdout).Encode(p); err != nil {
+				return err
+			}
+		}
+	}
+	if !*asJSON {
+		printProbes(stdout, probes)
+	}
+	if *require == "direct" {
+		failed := false
+		for _, p := range probes {
+			if !p.ODirect {
+				fmt.Fprintf(stderr, "dio-check: %s would not get O_DIRECT: %s\n", p.Dir, p.Reason)
+				failed = true
+			}
+		}
+		if failed {
+			return errRequire
+		}
+	}
+	return nil
+}
+
+// checkDir refuses a path that is missing or not a directory.
+func checkDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if !st.IsDir() {
+		return usageError{dir + ": not a directory"}
+	}
+	return nil
+}
+
+// createTemp creates an empty file under a random name in dir, exclusively,
+// and registers it for removal.
+func createTemp(dir, prefix string, tmp *tempFiles) (string, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	path := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", usageError{fmt.Sprintf("%s: cannot create a file: %v", dir, err)}
+	}
+	tmp.add(path)
+	f.Close()
+	return path, nil
+}
+
+func probe(dir string, tmp *tempFiles) (Probe, error) {
+	p := Probe{Dir: dir}
+	var err error
+	if p.FS, err = direct.Filesystem(dir); err != nil {
+		return p, usageError{err.Error()}
+	}
+	if dev, ok := direct.BlockDeviceOf(dir); ok {
+		p.Device, p.LogicalBlock, p.PhysicalBlock = dev.Name, dev.Logical, dev.Physical
+	}
+	path, err := createTemp(dir, ".dio-check-", tmp)
+	if err != nil {
+		return p, err
+	}
+	defer tmp.remove(path)
+
+	p.probeDirect(path)
+	p.probeURing(path)
+
+	f, err := fallback.Open(path, os.O_RDWR, 0, fallback.Auto)
+	if err != nil {
+		return p, err
+	}
+	m := f.Mode()
+	f.Close()
+	p.Mode, p.Reason = m.Name(), m.Reason
+	if p.Reason == "" {
+		p.Reason = "O_DIRECT accepted, io_uring works"
+	}
+	return p, nil
+}
+
+// probeDirect opens path with O_DIRECT, writes and reads back one aligned
+// block, and finds the smallest write the file accepts.
+func (p *Probe) probeDirect(path string) {
+	f, err := direct.Open(path, os.O_RDWR, 0)
+	if err != nil {
+		p.ODirectError = err.Error()
+		return
+	}
+	defer f.Close()
+	a := f.Alignment()
+	p.MemAlign, p.OffsetAlign, p.AlignSource = a.Memory, a.Offset, string(f.AlignmentSource())
+	buf, err := aligned.New(2*max(a.Block(), 4096), max(a.Memory, 4096))
+	if err != nil {
+		p.ODirectError = err.Error()
+		return
+	}
+	defer buf.Free()
+	blk := buf.Bytes()[:a.Block()]
+	rand.Read(blk)
+	want := bytes.Clone(blk)
+	if _, err := f.WriteAt(blk, 0); err != nil {
+		p.ODirectError = err.Error()
+		return
+	}
+	clear(blk)
+	if _, err := f.ReadAt(blk, 0); err != nil || !bytes.Equal(blk, want) {
+		p.ODirectError = fmt.Sprintf("aligned read back failed or differed: %v", err)
+		return
+	}
+	p.ODirect = true
+	// Ask the kernel itself, bypassing dio's check.
+	for _, n := range candidateAligns {
+		if _, err := f.OS().WriteAt(buf.Bytes()[:n], int64(n)); err == nil {
+			p.MinWriteAlign = n
+			break
+		}
+	}
+}
+
+// probeURing writes one block through a real ring: on the direct file where
+// O_DIRECT works, else through the page cache.
+func (p *Probe) probeURing(path string) {
+	if err := direct.URingError(); err != nil {
+		p.IOURingError = err.Error()
+		return
+	}
+	var q direct.Queue
+	var err error
+	block, memAlign := 4096, 4096
+	if p.ODirect {
+		f, ferr := direct.Open(path, os.O_RDWR, 0)
+		if ferr != nil {
+			p.IOURingError = ferr.Error()
+			return
+		}
+		defer f.Close()
+		block, memAlign = max(block, f.Alignment().Block()), max(memAlign, f.Alignment().Memory)
+		q, err = f.NewQueue(&direct.QueueOptions{Depth: 1, Engine: direct.EngineURing})
+	} else {
+		f, ferr := os.OpenFile(path, os.O_RDWR, 0)
+		if ferr != nil {
+			p.IOURingError = ferr.Error()
+			return
+		}
+		defer f.Close()
+		q, err = direct.NewQueue(f, &direct.QueueOptions{Depth: 1, Engine: direct.EngineURing})
+	}
+	if err != nil {
+		p.IOURingError = err.Error()
+		return
+	}
+	defer q.Close()
+	buf, err := aligned.New(block, memAlign)
+	if err != nil {
+		p.IOURingError = err.Error()
+		return
+	}
+	defer buf.Free()
+	done := make(chan direct.Completion, 1)
+	if err := q.Submit(direct.Request{Op: direct.OpWrite, Buf: buf.Bytes(), Done: done}); err != nil {
+		p.IOURingError = err.Error()
+		return
+	}
+	c := q.Await(done)
+	switch {
+	case c.Err != nil:
+		p.IOURingError = c.Err.Error()
+	case c.N != block:
+		p.IOURingError = fmt.Sprintf("short write through the ring: %d of %d bytes", c.N, block)
+	default:
+		p.IOURing = true
+	}
+}
+
+func printProbes(w io.Writer, probes []Probe) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIR\tFS\tDEVICE (LBS/PBS)\tO_DIRECT\tALIGN mem/off (source)\tMIN WRITE\tIO_URING\tMODE")
+	for _, p := range probes {
+		dev := "-"
+		if p.Device != "" {
+			dev = fmt.Sprintf("%s (%d/%d)", p.Device, p.LogicalBlock, p.PhysicalBlock)
+		}
+		align, minw := "-", "-"
+		if p.ODirect {
+			align = fmt.Sprintf("%d/%d (%s)", p.MemAlign, p.OffsetAlign, p.AlignSource)
+			minw = fmt.Sprint(p.MinWriteAlign)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, p.FS, dev, yesNo(p.ODirect), align, minw, yesNo(p.IOURing), p.Mode)
+	}
+	tw.Flush()
+	for _, p := range probes {
+		fmt.Fprintf(w, "%s: %s: %s\n", p.Dir, p.Mode, p.Reason)
+		if p.ODirectError != "" {
+			fmt.Fprintf(w, "  O_DIRECT: %s\n", p.ODirectError)
+		}
+		if p.IOURingError != "" {
+			fmt.Fprintf(w, "  io_uring: %s\n", p.IOURingError)
+		}
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,196 @@
+// Package ingest is the workload of Neon's bench_ingest, as dio-check bench
+// and BenchmarkIngest run it: values appended as blobs to an ephemeral file
+// (seq-no-delta), then, for seq, read back in order and written into a blob
+// file that is closed.
+package ingest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/ephemeral"
+	"github.com/dio-storage/dio/fallback"
+)
+
+// The workloads.
+const (
+	SeqNoDelta = "seq-no-delta" // ingest into an ephemeral file only
+	Seq        = "seq"          // ingest, then write every value into a blob file
+)
+
+// Workloads lists them in the order runs take them.
+var Workloads = []string{SeqNoDelta, Seq}
+
+// Engine is one I/O path under comparison.
+type Engine struct {
+	Name   string
+	Policy fallback.Policy
+	Sync   bool // make the outputs durable before the clock stops
+}
+
+// Engines are the paths dio-check compares, in Neon's order and then ours.
+// The direct engines sync as std-fs+fsync does: their writes reach the
+// device either way, and the fdatasync flushes its volatile cache, so they
+// are compared doing at least the durable work.
+var Engines = []Engine{
+	{"std-fs", fallback.StdFS, false},
+	{"std-fs+fsync", fallback.StdFS, true},
+	{"direct+pwrite", fallback.DirectPwrite, true},
+	{"direct+io_uring", fallback.Direct, true},
+}
+
+// Config is one run.
+type Config struct {
+	Dir      string
+	Workload string
+	Engine   Engine
+	Buffer   int   // bytes per buffer
+	Value    int   // bytes per value
+	Bytes    int64 // payload to ingest
+
+	// Files, if set, hears of every named file the run creates and
+	// removes, so that an interrupted caller can remove what is left.
+	Files Tracker
+}
+
+// Tracker follows the named files of a run.
+type Tracker interface {
+	Add(path string)
+	Remove(path string)
+}
+
+// Result is what a run measured.
+type Result struct {
+	Elapsed        time.Duration
+	PageCacheBytes int64 // bytes of the outputs resident in the page cache at the end
+	OutputBytes    int64 // bytes of the outputs
+}
+
+// MiBs returns the payload throughput in MiB/s.
+func (r Result) MiBs(c Config) float64 {
+	return float64(c.Bytes) / (1 << 20) / r.Elapsed.Seconds()
+}
+
+// ErrUnavailable reports an engine this directory or kernel cannot run.
+var ErrUnavailable = errors.New("ingest: engine unavailable here")
+
+// Run performs one run and removes what it wrote.
+func Run(c Config) (Result, error) {
+	if c.Value <= 0 || c.Buffer <= 0 || c.Bytes < int64(c.Value) {
+		return Result{}, fmt.Errorf("ingest: bad config: value %d, buffer %d, bytes %d", c.Value, c.Buffer, c.Bytes)
+	}
+	if c.Engine.Policy == fallback.Direct {
+		if err := direct.URingError(); err != nil {
+			return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	value := make([]byte, c.Value)
+	for i := range value {
+		value[i] = byte(i*7 + 1)
+	}
+	start := time.Now()
+	eph, err := ephemeral.Create(c.Dir, &ephemeral.Options{BufferSize: c.Buffer, IO: c.Engine.Policy})
+	if errors.Is(err, direct.ErrNotSupported) {
+		return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	defer eph.Close()
+	if c.Engine.Policy != fallback.StdFS && !eph.Mode().Direct {
+		return Result{}, fmt.Errorf("%w: got %v", ErrUnavailable, eph.Mode())
+	}
+	n := c.Bytes / int64(c.Value)
+	for range n {
+		if _, err := eph.WriteBlob(value); err != nil {
+			return Result{}, err
+		}
+	}
+	var res Result
+	switch c.Workload {
+	case SeqNoDelta:
+		if c.Engine.Sync {
+			err = eph.Sync()
+		} else {
+			err = eph.Flush()
+		}
+		res.Elapsed = time.Since(start)
+	case Seq:
+		var path string
+		path, err = c.delta(eph)
+		res.Elapsed = time.Since(start)
+		if err == nil {
+			defer c.remove(path)
+			res.PageCacheBytes, res.OutputBytes, err = residentPath(path)
+		}
+	default:
+		err = fmt.Errorf("ingest: unknown workload %q", c.Workload)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	r, size, err := resident(eph.Fd(), eph.Size())
+	res.PageCacheBytes += r
+	res.OutputBytes += size
+	return res, err
+}
+
+// delta reads every blob of eph in order and writes it into a new blob
+// file, closed (and synced when the engine syncs).
+func (c Config) delta(eph *ephemeral.File) (string, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	path := filepath.Join(c.Dir, ".dio-ingest-"+hex.EncodeToString(b[:]))
+	if c.Files != nil {
+		c.Files.Add(path) // before it exists: an interrupt may come at any time
+	}
+	w, err := blobio.Create(path, &blobio.Options{BufferSize: c.Buffer, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
+	if err != nil {
+		c.remove(path)
+		return "", err
+	}
+	var blob []byte
+	for off := int64(0); off < eph.Size(); {
+		if blob, err = eph.ReadBlob(off, blob); err == nil {
+			_, err = w.WriteBlob(blob)
+		}
+		if err != nil {
+			w.Close()
+			c.remove(path)
+			return "", err
+		}
+		off += int64(blobio.HeaderSize(len(blob), blobio.None) + len(blob))
+	}
+	if err := w.Close(); err != nil {
+		c.remove(path)
+		return "", err
+	}
+	return path, nil
+}
+
+func (c Config) remove(path string) {
+	os.Remove(path)
+	if c.Files != nil {
+		c.Files.Remove(path)
+	}
+}
+
+func residentPath(path string) (int64, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	return resident(f.Fd(), st.Size())
+}

@@ -1,0 +1,81 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// TestRun runs every workload and engine on a small ingest and checks what
+// each reports, including that the direct engines leave (almost) nothing in
+// the page cache and the std-fs ones leave their output there.
+func TestRun(t *testing.T) {
+	dir := testenv.Dir(t)
+	for _, w := range Workloads {
+		for _, e := range Engines {
+			t.Run(w+"/"+e.Name, func(t *testing.T) {
+				c := Config{Dir: dir, Workload: w, Engine: e, Buffer: 64 << 10, Value: 100, Bytes: 4 << 20}
+				r, err := Run(c)
+				if errors.Is(err, ErrUnavailable) {
+					t.Skip(err)
+				}
+				require.NoError(t, err)
+				assert.Positive(t, r.MiBs(c))
+				payload := c.Bytes / int64(c.Value) * int64(c.Value+1) // 1-byte headers
+				want := payload
+				if w == Seq {
+					want *= 2 // the ephemeral file and the blob file
+				}
+				assert.Equal(t, want, r.OutputBytes)
+				if e.Policy.String() == "std-fs" && testenv.FS() != "tmpfs" {
+					assert.Greater(t, r.PageCacheBytes, r.OutputBytes/2, "std-fs output is in the page cache")
+				}
+				if e.Name != "std-fs" && e.Name != "std-fs+fsync" && testenv.FS() != "tmpfs" {
+					assert.Less(t, r.PageCacheBytes, r.OutputBytes/100, "direct output must stay out of the page cache")
+				}
+			})
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "runs leave nothing behind")
+}
+
+func TestRunErrors(t *testing.T) {
+	dir := testenv.Dir(t)
+	_, err := Run(Config{Dir: dir, Workload: Seq, Engine: Engines[0], Buffer: 0, Value: 100, Bytes: 1000})
+	assert.Error(t, err)
+	_, err = Run(Config{Dir: dir, Workload: "nope", Engine: Engines[0], Buffer: 4096, Value: 100, Bytes: 1000})
+	assert.ErrorContains(t, err, "unknown workload")
+	_, err = Run(Config{Dir: dir + "/missing", Workload: Seq, Engine: Engines[0], Buffer: 4096, Value: 100, Bytes: 1000})
+	assert.Error(t, err)
+}
+
+// BenchmarkIngest is dio-check bench as a Go benchmark, for benchstat: each
+// iteration ingests 32 MiB of 100-byte values.
+func BenchmarkIngest(b *testing.B) {
+	for _, w := range Workloads {
+		for _, buf := range []int{8 << 10, 64 << 10} {
+			for _, e := range Engines {
+				name := fmt.Sprintf("workload=%s/buffer=%s/engine=%s", w, testenv.SizeName(buf), e.Name)
+				b.Run(name, func(b *testing.B) {
+					c := Config{Dir: testenv.Dir(b), Workload: w, Engine: e, Buffer: buf, Value: 100, Bytes: 32 << 20}
+					b.SetBytes(c.Bytes)
+					for range b.N {
+						if _, err := Run(c); errors.Is(err, ErrUnavailable) {
+							b.Skip(err)
+						} else if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,33 @@
+package ingest
+
+import (
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// resident returns how many of the file's size bytes sit in the page cache
+// (mincore over a mapping that faults nothing in), and size.
+func resident(fd uintptr, size int64) (int64, int64, error) {
+	if size == 0 {
+		return 0, 0, nil
+	}
+	m, err := unix.Mmap(int(fd), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return 0, size, os.NewSyscallError("mmap", err)
+	}
+	defer unix.Munmap(m)
+	page := int64(os.Getpagesize())
+	vec := make([]byte, (size+page-1)/page)
+	// x/sys has no Mincore wrapper on Linux.
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		return 0, size, os.NewSyscallError("mincore", errno)
+	}
+	var pages int64
+	for _, v := range vec {
+		pages += int64(v & 1)
+	}
+	return min(pages*page, size), size, nil
+}
