@@ -7,6 +7,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/appender"
 )
@@ -25,6 +26,10 @@ type Options struct {
 	// NoSync makes Close skip the fdatasync, for a caller that makes many
 	// files durable at once, or never needs them to be. Sync still syncs.
 	NoSync bool
+
+	// Faults injects I/O errors into the writer's engine, for tests (see
+	// package faults).
+	Faults direct.Injector
 }
 
 func (o *Options) withDefaults() Options {
@@ -67,7 +72,7 @@ func Create(path string, o *Options) (*Writer, error) {
 		return nil, err
 	}
 	bufSize := aligned.Up(opts.BufferSize, f.Alignment().Block())
-	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync})
+	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults})
 	if err != nil {
 		f.Close()
 		os.Remove(path)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 // A File is an open file with O_DIRECT set. Its ReadAt and WriteAt accept
@@ -103,17 +104,52 @@ type xfer struct {
 	f      *os.File
 	align  Alignment // {1, 1} for a page-cache file
 	direct bool      // EINVAL on an aligned transfer means O_DIRECT was refused
+	faults Injector  // nil but in tests
+}
+
+// maxRetries bounds the retries of a transfer that keeps failing with
+// EINTR or EAGAIN.
+const maxRetries = 100
+
+// once performs one pread or pwrite of p at off, or what the injector
+// makes of it.
+func (x *xfer) once(op Op, p []byte, off int64) (int, error) {
+	if x.faults != nil {
+		if f, ok := x.faults.Inject(op, off, len(p)); ok {
+			time.Sleep(f.Delay)
+			if f.Err != 0 {
+				return 0, f.Err
+			}
+			if f.Short > 0 && f.Short < len(p) {
+				p = p[:f.Short]
+			}
+		}
+	}
+	if op == OpRead {
+		return preadOnce(x.f, p, off)
+	}
+	return pwriteOnce(x.f, p, off)
+}
+
+// transient reports an error worth retrying, counting the retries.
+func transient(err error, retries *int) bool {
+	if !errors.Is(err, syscall.EINTR) && !errors.Is(err, syscall.EAGAIN) {
+		return false
+	}
+	*retries++
+	return *retries <= maxRetries
 }
 
 func (x *xfer) readAt(p []byte, off int64) (int, error) {
 	if err := x.checkRW("pread", p, off); err != nil {
 		return 0, err
 	}
-	n := 0
+	n, retries := 0, 0
 	for n < len(p) {
-		m, err := preadOnce(x.f, p[n:], off+int64(n))
+		m, err := x.once(OpRead, p[n:], off+int64(n))
 		n += m
 		switch {
+		case err != nil && transient(err, &retries):
 		case err != nil:
 			return n, x.wrap("pread", err)
 		case m == 0:
@@ -131,11 +167,12 @@ func (x *xfer) writeAt(p []byte, off int64) (int, error) {
 	if err := x.checkRW("pwrite", p, off); err != nil {
 		return 0, err
 	}
-	n := 0
+	n, retries := 0, 0
 	for n < len(p) {
-		m, err := pwriteOnce(x.f, p[n:], off+int64(n))
+		m, err := x.once(OpWrite, p[n:], off+int64(n))
 		n += m
 		switch {
+		case err != nil && transient(err, &retries):
 		case err != nil:
 			return n, x.wrap("pwrite", err)
 		case m == 0, x.align.Offset > 0 && m%x.align.Offset != 0 && n < len(p):
@@ -154,10 +191,31 @@ func (x *xfer) checkRW(op string, p []byte, off int64) error {
 }
 
 func (x *xfer) sync() error {
-	if err := fdatasync(x.f); err != nil {
-		return x.wrap("fdatasync", err)
+	for retries := 0; ; {
+		var err error
+		if f, ok := x.injectSync(); ok {
+			time.Sleep(f.Delay)
+			if f.Err != 0 {
+				err = f.Err
+			}
+		}
+		if err == nil {
+			err = fdatasync(x.f)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case !transient(err, &retries):
+			return x.wrap("fdatasync", err)
+		}
 	}
-	return nil
+}
+
+func (x *xfer) injectSync() (Fault, bool) {
+	if x.faults == nil {
+		return Fault{}, false
+	}
+	return x.faults.Inject(OpSync, 0, 0)
 }
 
 // wrap names the operation and file, and turns EINVAL on an aligned direct

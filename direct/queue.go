@@ -3,6 +3,8 @@ package direct
 import (
 	"fmt"
 	"os"
+	"syscall"
+	"time"
 )
 
 // Op is the operation of a Request.
@@ -105,6 +107,27 @@ type QueueOptions struct {
 	Depth     int        // requests in flight at most; default DefaultDepth
 	Engine    EngineKind // default EngineAuto
 	Alignment Alignment  // checked on every request; zero means none (a page-cache file)
+
+	// Faults, when set, is consulted before every system call the
+	// engine makes for a request (after it, for io_uring): the seam for
+	// fault injection in tests of dio and of programs built on it. See
+	// package faults.
+	Faults Injector
+}
+
+// A Fault is what an Injector makes of one system call.
+type Fault struct {
+	Err   syscall.Errno // fail with this errno; EINTR and EAGAIN are retried by the engine
+	Short int           // else transfer at most this many bytes; the engine resumes the rest
+	Delay time.Duration // and complete this late
+}
+
+// An Injector decides which system calls fail. It is called from the
+// engine's goroutines, so it must be safe for concurrent use.
+type Injector interface {
+	// Inject is asked before a read or write of n bytes at off, or an
+	// fdatasync (OpSync, 0, 0); ok false lets the call run untouched.
+	Inject(op Op, off int64, n int) (f Fault, ok bool)
 }
 
 // NewQueue returns a Queue over f. With EngineAuto it returns the io_uring
@@ -127,6 +150,7 @@ func newQueue(x xfer, o *QueueOptions) (Queue, error) {
 	if o != nil {
 		opts = *o
 	}
+	x.faults = opts.Faults
 	if opts.Depth <= 0 {
 		opts.Depth = DefaultDepth
 	}

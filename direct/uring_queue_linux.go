@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -49,9 +50,6 @@ type uringOp struct {
 	done    int
 	retries int
 }
-
-// maxRetries bounds resubmissions after -EAGAIN or -EINTR in a CQE.
-const maxRetries = 100
 
 func newURingQueue(x xfer, depth int) (Queue, error) {
 	r, err := newRing(uint32(depth))
@@ -211,6 +209,19 @@ func (q *uringQueue) complete(i uint32, res int32) {
 	}
 	if q.resHook != nil {
 		res = q.resHook(&op.req, op.done, res)
+	}
+	if q.x.faults != nil {
+		// The transfer happened; the fault rewrites what it reports, and
+		// the code below reacts as to a real one.
+		if f, ok := q.x.faults.Inject(op.req.Op, op.req.Off+int64(op.done), len(op.req.Buf)-op.done); ok {
+			time.Sleep(f.Delay)
+			switch {
+			case f.Err != 0:
+				res = -int32(f.Err)
+			case f.Short > 0 && res > int32(f.Short):
+				res = int32(f.Short)
+			}
+		}
 	}
 	var err error
 	switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/appender"
 )
@@ -26,6 +27,10 @@ type Options struct {
 	// share one memory budget: Create waits for a buffer rather than
 	// exceed it. Its buffer size overrides BufferSize.
 	Pool *aligned.Pool
+
+	// Faults injects I/O errors into the file's engine, for tests (see
+	// package faults).
+	Faults direct.Injector
 }
 
 // A File is a temporary append-only file. One goroutine may append while
@@ -70,7 +75,7 @@ func Create(dir string, o *Options) (*File, error) {
 		return nil, err
 	}
 	bufSize := aligned.Up(opts.BufferSize, max(f.Alignment().Block(), 512))
-	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool})
+	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool, Faults: opts.Faults})
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -34,6 +34,7 @@ type Options struct {
 	Buffers    int           // buffers owned at most: one filling, the rest in flight
 	Pool       *aligned.Pool // where buffers come from; nil: a pool of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
+	Faults     direct.Injector
 }
 
 // Growth bounds for growing the file ahead of the writes, so that no write
@@ -95,7 +96,7 @@ func New(f fallback.File, o Options) (*Appender, error) {
 		return nil, fmt.Errorf("appender: pool of %d-byte buffers aligned to %d does not fit %d-byte buffers for alignment %v",
 			ap.pool.BufferSize(), ap.pool.Align(), o.BufferSize, a)
 	}
-	q, err := f.NewQueue(&direct.QueueOptions{Depth: o.Buffers})
+	q, err := f.NewQueue(&direct.QueueOptions{Depth: o.Buffers, Faults: o.Faults})
 	if err != nil {
 		ap.release()
 		return nil, err
