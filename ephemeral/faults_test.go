@@ -1,0 +1,93 @@
+package ephemeral_test
+
+import (
+	"bytes"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/ephemeral"
+	"github.com/dio-storage/dio/faults"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// TestWriteFailure fails a write with EIO: the error is sticky, and every
+// byte appended before it still reads back, from disk or from the buffer
+// whose write failed, which the file keeps.
+func TestWriteFailure(t *testing.T) {
+	for _, p := range policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			goroutines := runtime.NumGoroutine()
+			pool, err := aligned.NewPool(8<<10, 4096, 3*(8<<10))
+			require.NoError(t, err)
+			defer pool.Close()
+			plan := faults.NewPlan(faults.Fail(direct.OpWrite, 5, syscall.EIO))
+			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, Pool: pool, Buffers: 3, Faults: plan})
+			require.NoError(t, err)
+			var mirror []byte
+			var failure error
+			for i := 0; i < 10000 && failure == nil; i++ {
+				v := bytes.Repeat([]byte{byte(i)}, 100)
+				n, err := f.Write(v)
+				mirror = append(mirror, v[:n]...)
+				failure = err
+			}
+			require.ErrorIs(t, failure, syscall.EIO)
+			_, err = f.Write([]byte("x"))
+			assert.ErrorIs(t, err, syscall.EIO, "sticky")
+			_, err = f.WriteBlob([]byte("x"))
+			assert.ErrorIs(t, err, syscall.EIO, "sticky")
+			assert.Equal(t, int64(len(mirror)), f.Size())
+
+			got := make([]byte, len(mirror))
+			n, err := f.ReadAt(got, 0)
+			require.NoError(t, err)
+			require.Equal(t, len(mirror), n)
+			require.True(t, bytes.Equal(mirror, got), "bytes acknowledged before the failure were lost")
+			require.NoError(t, f.Close())
+			assert.Zero(t, pool.Stats().InUse, "buffers leaked")
+			for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			assert.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "goroutines leaked")
+			t.Logf("%d bytes acknowledged and read back after the fault; injected %v", len(mirror), plan.Injected())
+		})
+	}
+}
+
+// TestTransientFaults: retries and resumed short transfers on both the
+// write and the read side are invisible to readers.
+func TestTransientFaults(t *testing.T) {
+	for _, p := range policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			plan := faults.NewPlan(
+				faults.Transient(direct.OpWrite, 10, syscall.EINTR),
+				faults.Transient(direct.OpWrite, 10, syscall.EAGAIN),
+				faults.Short(direct.OpWrite, 10, 4096),
+				faults.Late(direct.OpWrite, 3, 5*time.Millisecond),
+			)
+			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 16 << 10, Faults: plan})
+			require.NoError(t, err)
+			defer f.Close()
+			var mirror []byte
+			for i := range 5000 {
+				v := bytes.Repeat([]byte{byte(i * 3)}, 1+i%200)
+				_, err := f.Write(v)
+				require.NoError(t, err)
+				mirror = append(mirror, v...)
+			}
+			got := make([]byte, len(mirror))
+			_, err = f.ReadAt(got, 0)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(mirror, got))
+			t.Logf("injected %v", plan.Injected())
+			assert.Positive(t, plan.Injected()["EINTR"])
+		})
+	}
+}
