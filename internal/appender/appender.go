@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -207,6 +208,12 @@ func (a *Appender) growTo(end int64) error {
 	}
 	target := max(end, a.fileSize+min(max(a.fileSize, minGrowth), maxGrowth))
 	err := a.f.Allocate(a.fileSize, target-a.fileSize)
+	if errors.Is(err, syscall.ENOSPC) && target > end {
+		// Growing ahead must not fail a write the disk still has room
+		// for: take just what this write needs.
+		target = end
+		err = a.f.Allocate(a.fileSize, target-a.fileSize)
+	}
 	if errors.Is(err, errors.ErrUnsupported) {
 		err = a.f.Truncate(target)
 	}
