@@ -6,7 +6,7 @@ DIR     ?= $(or $(TMPDIR),/tmp)
 MATRIX_TOOLS := losetup mkfs.ext4 mkfs.xfs mkfs.btrfs
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test test-matrix lint bench run clean
+.PHONY: build test test-matrix lint bench fuzz run clean
 
 build:
 	$(GO) build ./...
@@ -38,6 +38,13 @@ lint:
 	fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# fuzz runs each fuzz target for FUZZTIME, starting from the corpora in
+# testdata/fuzz.
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeader$$' -fuzztime $(FUZZTIME) ./blobio/
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./blobio/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
