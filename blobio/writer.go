@@ -15,7 +15,7 @@ import (
 // Options configure a Writer or Reader. A nil *Options means defaults.
 type Options struct {
 	BufferSize  int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
-	Buffers     int             // buffers per writer; default 2: one filling while one is in flight
+	Buffers     int             // buffers per writer; default 4: one filling while three are in flight
 	IO          fallback.Policy // default Auto
 	Compression Compression     // default None
 
@@ -44,7 +44,7 @@ func (o *Options) withDefaults() Options {
 		d.BufferSize = aligned.DefaultBlockSize
 	}
 	if d.Buffers <= 0 {
-		d.Buffers = 2
+		d.Buffers = appender.DefaultBuffers
 	}
 	return d
 }

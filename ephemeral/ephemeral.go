@@ -20,7 +20,7 @@ var ErrClosed = errors.New("ephemeral: file closed")
 // Options configure Create. A nil *Options means defaults.
 type Options struct {
 	BufferSize int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
-	Buffers    int             // buffers per file; default 2: one filling while one is written
+	Buffers    int             // buffers per file; default 4: one filling while three are written
 	IO         fallback.Policy // default Auto
 
 	// Pool, when set, supplies the write buffers, so that many files
@@ -50,10 +50,19 @@ type File struct {
 	bufSize  int
 	// The bounce buffer doubles as a read-ahead cache: it holds the file's
 	// bytes [cacheOff, cacheOff+cacheLen), all of them final on disk when
-	// read, so a sequential reader costs one aligned read per buffer.
-	cacheOff int64
-	cacheLen int
+	// read. A read that starts where the cache ends doubles the next
+	// read's size, up to the whole bounce buffer (maxReadAhead buffers),
+	// as the kernel's readahead does; any other read resets it to one
+	// buffer, so random reads are not inflated.
+	cacheOff  int64
+	cacheLen  int
+	readAhead int
 }
+
+// maxReadAhead is the bounce buffer's size in buffers: sequential reads of
+// 256 KiB instead of 64 KiB run at about twice the speed on the disks
+// measured here.
+const maxReadAhead = 4
 
 // Create creates a temporary file in dir.
 func Create(dir string, o *Options) (*File, error) {
@@ -68,7 +77,7 @@ func Create(dir string, o *Options) (*File, error) {
 		opts.BufferSize = aligned.DefaultBlockSize
 	}
 	if opts.Buffers <= 0 {
-		opts.Buffers = 2
+		opts.Buffers = appender.DefaultBuffers
 	}
 	f, err := createTemp(dir, opts.IO)
 	if err != nil {
@@ -169,11 +178,11 @@ func (f *File) readDisk(p []byte, off, final int64) (int, error) {
 	f.bounceMu.Lock()
 	defer f.bounceMu.Unlock()
 	if f.bounce == nil {
-		b, err := aligned.New(f.bufSize, max(f.f.Alignment().Memory, 512))
+		b, err := aligned.New(maxReadAhead*f.bufSize, max(f.f.Alignment().Memory, 512))
 		if err != nil {
 			return 0, err
 		}
-		f.bounce = b
+		f.bounce, f.readAhead = b, f.bufSize
 	}
 	align := int64(f.f.Alignment().Offset)
 	done := 0
@@ -184,8 +193,13 @@ func (f *File) readDisk(p []byte, off, final int64) (int, error) {
 			continue
 		}
 		lo := aligned.Down(pos, align)
+		if f.cacheLen > 0 && pos == f.cacheOff+int64(f.cacheLen) {
+			f.readAhead = min(2*f.readAhead, f.bounce.Size())
+		} else {
+			f.readAhead = f.bufSize
+		}
 		f.cacheLen = 0
-		n, err := f.f.ReadAt(f.bounce.Bytes(), lo)
+		n, err := f.f.ReadAt(f.bounce.Bytes()[:f.readAhead], lo)
 		if err != nil && err != io.EOF {
 			return done, err
 		}

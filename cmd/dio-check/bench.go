@@ -38,6 +38,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	value := fs.Int("value", 100, "bytes per value")
 	buffersFlag := fs.String("buffers", "8KiB,64KiB", "buffer sizes, comma-separated")
 	runs := fs.Int("runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
+	depth := fs.Int("depth", 0, "buffers per file: one filling, the rest in flight (0: the default)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR")
 		fs.PrintDefaults()
@@ -65,6 +66,9 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	if *value <= 0 || int64(*value) > size || *value > 1<<20 {
 		return usageError{fmt.Sprintf("-value %d: want 1 byte to 1 MiB, at most -size", *value)}
 	}
+	if *depth < 0 {
+		return usageError{"-depth must not be negative"}
+	}
 	if *runs < 1 {
 		return usageError{"-runs must be at least 1"}
 	}
@@ -91,7 +95,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 					if progress {
 						fmt.Fprintf(stderr, "\r\033[Krun %d/%d: %s, %s buffers, %s", run+1, *runs, w, sizeName(buf), e.Name)
 					}
-					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Value: *value, Bytes: size, Files: tmp}
+					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Buffers: *depth, Value: *value, Bytes: size, Files: tmp}
 					r, err := ingest.Run(c)
 					if errors.Is(err, ingest.ErrUnavailable) {
 						skipped[e.Name] = err.Error()

@@ -52,6 +52,7 @@ type Config struct {
 	Workload string
 	Engine   Engine
 	Buffer   int   // bytes per buffer
+	Buffers  int   // buffers per file; 0: the packages' default
 	Value    int   // bytes per value
 	Bytes    int64 // payload to ingest
 
@@ -96,7 +97,7 @@ func Run(c Config) (Result, error) {
 		value[i] = byte(i*7 + 1)
 	}
 	start := time.Now()
-	eph, err := ephemeral.Create(c.Dir, &ephemeral.Options{BufferSize: c.Buffer, IO: c.Engine.Policy})
+	eph, err := ephemeral.Create(c.Dir, &ephemeral.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy})
 	if errors.Is(err, direct.ErrNotSupported) {
 		return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -151,7 +152,7 @@ func (c Config) delta(eph *ephemeral.File) (string, error) {
 	if c.Files != nil {
 		c.Files.Add(path) // before it exists: an interrupt may come at any time
 	}
-	w, err := blobio.Create(path, &blobio.Options{BufferSize: c.Buffer, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
+	w, err := blobio.Create(path, &blobio.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
 	if err != nil {
 		c.remove(path)
 		return "", err
