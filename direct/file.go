@@ -112,23 +112,30 @@ type xfer struct {
 const maxRetries = 100
 
 // once performs one pread or pwrite of p at off, or what the injector
-// makes of it.
+// makes of it. A short transfer is reported after the real, whole one, as
+// the io_uring engine does, so that it can be cut off the alignment.
 func (x *xfer) once(op Op, p []byte, off int64) (int, error) {
+	var f Fault
 	if x.faults != nil {
-		if f, ok := x.faults.Inject(op, off, len(p)); ok {
+		var ok bool
+		if f, ok = x.faults.Inject(op, off, len(p)); ok {
 			time.Sleep(f.Delay)
 			if f.Err != 0 {
 				return 0, f.Err
 			}
-			if f.Short > 0 && f.Short < len(p) {
-				p = p[:f.Short]
-			}
 		}
 	}
+	var n int
+	var err error
 	if op == OpRead {
-		return preadOnce(x.f, p, off)
+		n, err = preadOnce(x.f, p, off)
+	} else {
+		n, err = pwriteOnce(x.f, p, off)
 	}
-	return pwriteOnce(x.f, p, off)
+	if f.Short > 0 && n > f.Short {
+		n = f.Short
+	}
+	return n, err
 }
 
 // transient reports an error worth retrying, counting the retries.

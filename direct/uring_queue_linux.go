@@ -38,10 +38,6 @@ type uringQueue struct {
 	rmu     sync.Mutex // guards reaping
 	reaping bool
 	turn    *sync.Cond // signalled when a reaper leaves
-
-	// resHook, when set by a test, rewrites a CQE's result before it is
-	// interpreted: the way to inject negative results and short counts.
-	resHook func(r *Request, done int, res int32) int32
 }
 
 // uringOp is a request in flight and how much of it is done.
@@ -206,9 +202,6 @@ func (q *uringQueue) complete(i uint32, res int32) {
 		// A CQE for an SQE whose submission reported failure.
 		q.mu.Unlock()
 		return
-	}
-	if q.resHook != nil {
-		res = q.resHook(&op.req, op.done, res)
 	}
 	if q.x.faults != nil {
 		// The transfer happened; the fault rewrites what it reports, and

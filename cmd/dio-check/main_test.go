@@ -148,24 +148,6 @@ func TestExitCodes(t *testing.T) {
 	requireEmpty(t, dir)
 }
 
-func TestUnwritableDirectory(t *testing.T) {
-	dir := testenv.Dir(t)
-	ro := filepath.Join(dir, "ro")
-	require.NoError(t, os.Mkdir(ro, 0o755))
-	if os.Geteuid() == 0 {
-		// Root writes anywhere permissions say no: use a read-only mount.
-		if err := syscall.Mount("tmpfs", ro, "tmpfs", syscall.MS_RDONLY, ""); err != nil {
-			t.Skipf("cannot mount a read-only tmpfs: %v", err)
-		}
-		defer syscall.Unmount(ro, 0)
-	} else {
-		require.NoError(t, os.Chmod(ro, 0o555))
-	}
-	_, stderr, code := dioCheck(t, ro)
-	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, "cannot create a file")
-}
-
 func TestBenchJSON(t *testing.T) {
 	dir := testenv.Dir(t)
 	out, stderr, code := dioCheck(t, "bench", "-json", "-size", "8MiB", dir)

@@ -128,9 +128,6 @@ func (a *Appender) Size() int64 { return a.size }
 // Err returns the sticky error, if any.
 func (a *Appender) Err() error { return a.err }
 
-// Pool returns the pool the buffers come from.
-func (a *Appender) Pool() *aligned.Pool { return a.pool }
-
 // Write appends p. It waits for the device only when every buffer is in
 // flight. After an I/O error it returns that error forever.
 func (a *Appender) Write(p []byte) (int, error) {
