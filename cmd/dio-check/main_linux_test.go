@@ -29,4 +29,3 @@ func TestUnwritableDirectory(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "cannot create a file")
 }
-
