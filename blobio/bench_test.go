@@ -27,7 +27,7 @@ func BenchmarkWriter(b *testing.B) {
 
 func benchWriter(b *testing.B, value, buffer int, p fallback.Policy) {
 	if p == fallback.Direct {
-		if err := direct.URingError(); err != nil {
+		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}

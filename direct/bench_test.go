@@ -43,7 +43,7 @@ func sizeName(n int) string {
 
 func benchQueue(b *testing.B, kind direct.EngineKind, qd, bs int) {
 	if kind == direct.EngineURing {
-		if err := direct.URingError(); err != nil {
+		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 // engines returns the engines this kernel can run, by name.
 func engines(t *testing.T) []direct.EngineKind {
 	kinds := []direct.EngineKind{direct.EnginePwrite}
-	if err := direct.URingError(); err == nil {
+	if err := direct.URingErrorAt(testenv.Dir(t)); err == nil {
 		kinds = append(kinds, direct.EngineURing)
 	} else {
 		t.Logf("io_uring not tested: %v", err)

@@ -20,7 +20,7 @@ import (
 // either is missing.
 func uringFile(t *testing.T, depth int) (*direct.File, direct.Queue) {
 	t.Helper()
-	if err := direct.URingError(); err != nil {
+	if err := direct.URingErrorAt(testenv.Dir(t)); err != nil {
 		t.Skipf("io_uring unavailable: %v", err)
 	}
 	f := openOrSkip(t, filepath.Join(testenv.Dir(t), "u"), os.O_RDWR|os.O_CREATE)

@@ -32,7 +32,7 @@ func BenchmarkEphemeral(b *testing.B) {
 
 func benchEphemeral(b *testing.B, value, buffer int, p fallback.Policy, reader bool) {
 	if p == fallback.Direct {
-		if err := direct.URingError(); err != nil {
+		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}

@@ -133,7 +133,7 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 	mode := Mode{Direct: true, Engine: direct.EngineURing}
 	if p == DirectPwrite {
 		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: "chosen by policy"}
-	} else if uerr := direct.URingError(); uerr != nil {
+	} else if uerr := direct.URingErrorAt(name); uerr != nil {
 		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: uerr.Error()}
 	}
 	return &file{File: df, mode: mode}, nil

@@ -50,7 +50,7 @@ func TestAutoMode(t *testing.T) {
 		require.NoError(t, derr)
 		assert.True(t, m.Direct)
 		assert.True(t, strings.HasPrefix(m.String(), "direct+"), m.String())
-		if uerr := direct.URingError(); uerr != nil {
+		if uerr := direct.URingErrorAt(path); uerr != nil {
 			assert.Equal(t, "direct+pwrite: "+uerr.Error(), m.String())
 		} else {
 			assert.Equal(t, "direct+io_uring", m.String())
@@ -58,6 +58,10 @@ func TestAutoMode(t *testing.T) {
 	}
 	if testenv.RejectsDirect() {
 		assert.Equal(t, "std-fs: ramfs rejected O_DIRECT: invalid argument", m.String())
+	}
+	if testenv.FS() == "btrfs" && direct.URingError() == nil {
+		assert.Equal(t, direct.EnginePwrite, m.Engine, "btrfs avoids io_uring")
+		assert.Contains(t, m.Reason, "btrfs")
 	}
 }
 

@@ -195,7 +195,7 @@ func (p *Probe) probeDirect(path string) {
 // probeURing writes one block through a real ring: on the direct file where
 // O_DIRECT works, else through the page cache.
 func (p *Probe) probeURing(path string) {
-	if err := direct.URingError(); err != nil {
+	if err := direct.URingErrorAt(path); err != nil {
 		p.IOURingError = err.Error()
 		return
 	}
