@@ -37,14 +37,8 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		d = *o
 	}
-	if d.Pool != nil {
-		d.BufferSize = d.Pool.BufferSize()
-	}
 	if d.BufferSize <= 0 {
 		d.BufferSize = aligned.DefaultBlockSize
-	}
-	if d.Buffers <= 0 {
-		d.Buffers = appender.DefaultBuffers
 	}
 	return d
 }
@@ -63,7 +57,10 @@ type Writer struct {
 // Create creates the file at path (failing if it exists) and returns a
 // Writer that appends blobs to it.
 func Create(path string, o *Options) (*Writer, error) {
-	opts := o.withDefaults()
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.Compression != None && opts.Compression != Zstd {
 		return nil, fmt.Errorf("blobio: unknown compression %v", opts.Compression)
 	}
@@ -71,8 +68,7 @@ func Create(path string, o *Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	bufSize := aligned.Up(opts.BufferSize, f.Alignment().Block())
-	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults})
+	ap, err := appender.New(f, appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults})
 	if err != nil {
 		f.Close()
 		os.Remove(path)

@@ -70,26 +70,16 @@ func Create(dir string, o *Options) (*File, error) {
 	if o != nil {
 		opts = *o
 	}
-	if opts.Pool != nil {
-		opts.BufferSize = opts.Pool.BufferSize()
-	}
-	if opts.BufferSize <= 0 {
-		opts.BufferSize = aligned.DefaultBlockSize
-	}
-	if opts.Buffers <= 0 {
-		opts.Buffers = appender.DefaultBuffers
-	}
 	f, err := createTemp(dir, opts.IO)
 	if err != nil {
 		return nil, err
 	}
-	bufSize := aligned.Up(opts.BufferSize, max(f.Alignment().Block(), 512))
-	ap, err := appender.New(f, appender.Options{BufferSize: bufSize, Buffers: opts.Buffers, Pool: opts.Pool, Faults: opts.Faults})
+	ap, err := appender.New(f, appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Faults: opts.Faults})
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &File{ap: ap, f: f, bufSize: bufSize}, nil
+	return &File{ap: ap, f: f, bufSize: ap.BufferSize()}, nil
 }
 
 // Mode reports the I/O path the file uses.

@@ -31,9 +31,9 @@ import (
 
 // Options configure New.
 type Options struct {
-	BufferSize int           // bytes per buffer, a multiple of the file's alignment
-	Buffers    int           // buffers owned at most: one filling, the rest in flight
-	Pool       *aligned.Pool // where buffers come from; nil: a pool of its own
+	BufferSize int           // bytes per buffer, rounded up to the file's alignment; 0: 64 KiB
+	Buffers    int           // buffers owned at most: one filling, the rest in flight; 0: DefaultBuffers
+	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a pool of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
 	Faults     direct.Injector
 }
@@ -88,10 +88,18 @@ type Appender struct {
 // New returns an Appender writing to f from offset 0. f must be empty.
 func New(f fallback.File, o Options) (*Appender, error) {
 	a := f.Alignment()
-	if o.Buffers < 1 {
-		return nil, fmt.Errorf("appender: %d buffers, need at least 1", o.Buffers)
+	switch {
+	case o.Pool != nil:
+		o.BufferSize = o.Pool.BufferSize()
+	case o.BufferSize <= 0:
+		o.BufferSize = aligned.DefaultBlockSize
+	default:
+		o.BufferSize = aligned.Up(o.BufferSize, max(a.Block(), 512))
 	}
-	if o.BufferSize <= 0 || o.BufferSize%a.Block() != 0 {
+	if o.Buffers <= 0 {
+		o.Buffers = DefaultBuffers
+	}
+	if o.BufferSize%a.Block() != 0 {
 		return nil, fmt.Errorf("appender: buffer size %d is not a positive multiple of the file's alignment %v", o.BufferSize, a)
 	}
 	ap := &Appender{f: f, pool: o.Pool, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync}
@@ -121,6 +129,9 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	ap.slots = append(ap.slots, slot{buf: b})
 	return ap, nil
 }
+
+// BufferSize returns the size of the buffers.
+func (a *Appender) BufferSize() int { return a.pool.BufferSize() }
 
 // Size returns the number of bytes appended.
 func (a *Appender) Size() int64 { return a.size }
