@@ -107,3 +107,18 @@ func TestURingErrorNamesTheCause(t *testing.T) {
 	_, err = f.NewQueue(&direct.QueueOptions{Engine: direct.EngineURing})
 	assert.ErrorIs(t, err, syscall.EPERM, "EngineURing asked for explicitly")
 }
+
+// TestURingAwaitAfterClose: waiting on a closed ring reports it rather than
+// blocking in io_uring_enter on a dead descriptor.
+func TestURingAwaitAfterClose(t *testing.T) {
+	_, q := uringFile(t, 1)
+	require.NoError(t, q.Close())
+	got := make(chan direct.Completion, 1)
+	go func() { got <- q.Await(make(chan direct.Completion, 1)) }()
+	select {
+	case c := <-got:
+		assert.ErrorIs(t, c.Err, direct.ErrQueueClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Await on a closed queue blocked")
+	}
+}

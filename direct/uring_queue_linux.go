@@ -95,7 +95,9 @@ func (q *uringQueue) Submit(r Request) error {
 			return q.submit(r)
 		default:
 			// Every slot is in flight: reap until one frees.
-			q.progress(func() bool { return len(q.slots) < cap(q.slots) })
+			if err := q.progress(func() bool { return len(q.slots) < cap(q.slots) }); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -129,7 +131,14 @@ func (q *uringQueue) Await(done <-chan Completion) Completion {
 			return c
 		default:
 		}
-		q.progress(func() bool { return len(done) > 0 })
+		if err := q.progress(func() bool { return len(done) > 0 }); err != nil {
+			select {
+			case c := <-done:
+				return c
+			default:
+				return Completion{Err: err} // a broken or closed ring: nothing will come
+			}
+		}
 	}
 }
 
@@ -165,8 +174,9 @@ func (q *uringQueue) start(i uint32) error {
 }
 
 // progress reaps completions until ready reports true. One goroutine at a
-// time reaps; the others wait for it to leave and look again.
-func (q *uringQueue) progress(ready func() bool) {
+// time reaps; the others wait for it to leave and look again. It returns
+// the error of a ring that can no longer deliver (broken, or closed).
+func (q *uringQueue) progress(ready func() bool) error {
 	q.rmu.Lock()
 	defer q.rmu.Unlock()
 	for !ready() {
@@ -174,23 +184,31 @@ func (q *uringQueue) progress(ready func() bool) {
 			q.turn.Wait()
 			continue
 		}
+		if q.r.fd < 0 {
+			return ErrQueueClosed
+		}
 		q.reaping = true
 		q.rmu.Unlock()
-		q.reapOnce()
+		err := q.reapOnce()
 		q.rmu.Lock()
 		q.reaping = false
 		q.turn.Broadcast()
+		if err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // reapOnce waits for at least one completion and delivers every one
 // available.
-func (q *uringQueue) reapOnce() {
+func (q *uringQueue) reapOnce() error {
 	if _, err := q.r.enter(0, 1, ioringEnterGetEvents); err != nil {
 		q.failAll(err) // only a broken ring gets here
-		return
+		return err
 	}
 	q.r.reap(func(userData uint64, res int32) { q.complete(uint32(userData), res) })
+	return nil
 }
 
 // complete interprets one CQE: resubmits the rest of a short transfer or a
@@ -291,8 +309,8 @@ func (q *uringQueue) Close() error {
 	}
 	q.closed = true
 	q.mu.Unlock()
-	// Reap until nothing is in flight, then hold every slot.
-	q.progress(func() bool { return len(q.slots) == 0 })
+	// Reap until nothing is in flight. A broken ring has failed them all.
+	_ = q.progress(func() bool { return len(q.slots) == 0 })
 	q.rmu.Lock()
 	for q.reaping {
 		q.turn.Wait()
