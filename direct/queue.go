@@ -76,6 +76,13 @@ type Queue interface {
 	Close() error
 }
 
+// A BufferRegistrar is a Queue that can register buffers with the kernel
+// (io_uring's fixed buffers), so that requests inside them skip the page
+// pinning of every I/O. A refusal leaves the queue working as before.
+type BufferRegistrar interface {
+	RegisterBuffers(bufs [][]byte) error
+}
+
 // EngineKind names a Queue engine.
 type EngineKind uint8
 

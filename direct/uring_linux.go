@@ -266,6 +266,16 @@ func (r *ring) register(op uint32, arg unsafe.Pointer, n uint32) error {
 	return nil
 }
 
+// registerBuffers registers bufs as fixed buffers, indexed by position.
+func (r *ring) registerBuffers(bufs [][]byte) error {
+	iov := make([]unix.Iovec, len(bufs))
+	for i, b := range bufs {
+		iov[i].Base = unsafe.SliceData(b)
+		iov[i].SetLen(len(b))
+	}
+	return r.register(ioringRegisterBuffers, unsafe.Pointer(&iov[0]), uint32(len(iov)))
+}
+
 // supports asks the kernel which opcodes it implements.
 func (r *ring) supports(ops ...uint8) error {
 	var p probe

@@ -1,6 +1,7 @@
 package direct_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/internal/testenv"
 )
@@ -121,4 +124,51 @@ func TestURingAwaitAfterClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Await on a closed queue blocked")
 	}
+}
+
+// TestURingFixedBuffers registers buffers and checks that requests inside
+// them go out as READ_FIXED and WRITE_FIXED and move the right bytes.
+func TestURingFixedBuffers(t *testing.T) {
+	f, q := uringFile(t, 2)
+	blk := f.Alignment().Block()
+	a, b := alignedBlocks(t, f, 4, 1), alignedBlocks(t, f, 4, 0)
+	require.NoError(t, q.(direct.BufferRegistrar).RegisterBuffers([][]byte{a, b}))
+	assert.Error(t, q.(direct.BufferRegistrar).RegisterBuffers([][]byte{a}), "twice")
+	want := bytes.Clone(a)
+	c := do(t, q, direct.Request{Op: direct.OpWrite, Buf: a[blk:], Off: int64(blk)}) // inside a
+	require.NoError(t, c.Err)
+	c = do(t, q, direct.Request{Op: direct.OpRead, Buf: b, Off: 0})
+	require.ErrorIs(t, c.Err, nil)
+	assert.Equal(t, want[blk:], b[blk:])
+	assert.Equal(t, 2, direct.FixedOps(q))
+	plain := alignedBlocks(t, f, 1, 2) // not registered
+	c = do(t, q, direct.Request{Op: direct.OpWrite, Buf: plain})
+	require.NoError(t, c.Err)
+	assert.Equal(t, 2, direct.FixedOps(q), "a buffer outside the registered ones goes out plain")
+}
+
+// TestURingFixedBuffersRefused lowers RLIMIT_MEMLOCK in a child process
+// that has dropped CAP_IPC_LOCK, as an unprivileged service runs:
+// registering more than the limit fails with ENOMEM, and the queue keeps
+// working with plain requests.
+func TestURingFixedBuffersRefused(t *testing.T) {
+	if testenv.Child() != "memlock" {
+		out, err := testenv.RunChild(t, t.Name(), "memlock")
+		require.NoError(t, err, "child:\n%s", out)
+		require.Regexp(t, "--- (PASS|SKIP)", string(out), "child:\n%s", out)
+		t.Logf("child: %s", bytes.TrimSpace(out))
+		return
+	}
+	runtime.LockOSThread() // capabilities are per thread; the ring is set up on this one
+	require.NoError(t, testenv.DropIPCLock())
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 64 << 10, Max: 64 << 10}))
+	f, q := uringFile(t, 2)
+	big, err := aligned.New(4<<20, 4096)
+	require.NoError(t, err)
+	defer big.Free()
+	err = q.(direct.BufferRegistrar).RegisterBuffers([][]byte{big.Bytes()})
+	require.ErrorIs(t, err, syscall.ENOMEM)
+	c := do(t, q, direct.Request{Op: direct.OpWrite, Buf: big.Bytes()[:f.Alignment().Block()]})
+	require.NoError(t, c.Err)
+	assert.Zero(t, direct.FixedOps(q))
 }

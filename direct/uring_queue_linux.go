@@ -4,6 +4,7 @@ package direct
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"syscall"
@@ -34,6 +35,9 @@ type uringQueue struct {
 	free   []uint32  // indices of ops not in flight
 	closed bool
 	err    error // a failed io_uring_enter: the ring's state is unknown
+
+	fixed    [][]byte // registered buffers, by index
+	fixedOps int      // requests issued with READ_FIXED or WRITE_FIXED
 
 	rmu     sync.Mutex // guards reaping
 	reaping bool
@@ -155,6 +159,13 @@ func (q *uringQueue) start(i uint32) error {
 		rest := op.req.Buf[op.done:]
 		if len(rest) > 0 {
 			s.addr = uint64(uintptr(unsafe.Pointer(&rest[0])))
+			if i, ok := q.fixedIndex(rest); ok {
+				s.opcode, s.bufIndex = ioringOpWriteFixed, uint16(i)
+				if op.req.Op == OpRead {
+					s.opcode = ioringOpReadFixed
+				}
+				q.fixedOps++
+			}
 		}
 		s.len = uint32(len(rest))
 		s.off = uint64(op.req.Off) + uint64(op.done)
@@ -171,6 +182,39 @@ func (q *uringQueue) start(i uint32) error {
 		return err
 	}
 	return nil
+}
+
+// RegisterBuffers registers bufs with the ring as fixed buffers: the
+// kernel pins them once instead of on every request, and requests whose
+// Buf lies inside one use READ_FIXED and WRITE_FIXED on their own. Without
+// CAP_IPC_LOCK the pinned memory counts against RLIMIT_MEMLOCK, and a
+// refusal (ENOMEM) leaves the queue working with plain requests.
+func (q *uringQueue) RegisterBuffers(bufs [][]byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fixed != nil {
+		return errors.New("direct: buffers already registered")
+	}
+	if len(bufs) == 0 || len(bufs) > 1<<14 {
+		return fmt.Errorf("direct: cannot register %d buffers", len(bufs))
+	}
+	if err := q.r.registerBuffers(bufs); err != nil {
+		return err
+	}
+	q.fixed = bufs
+	return nil
+}
+
+// fixedIndex returns the registered buffer that holds all of p.
+func (q *uringQueue) fixedIndex(p []byte) (int, bool) {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	for i, b := range q.fixed {
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		if start >= lo && start+uintptr(len(p)) <= lo+uintptr(len(b)) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // progress reaps completions until ready reports true. One goroutine at a

@@ -74,6 +74,7 @@ type Appender struct {
 	align   int // offset alignment; 1 on the page cache
 	grow    bool
 	noSync  bool
+	fixed   bool // buffers registered with the engine
 
 	slots []slot
 	cur   int // the slot being filled
@@ -121,14 +122,33 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	ap.q = q
 	ap.slots = make([]slot, 0, o.Buffers)
 	ap.done = make(chan direct.Completion, o.Buffers)
-	b, err := ap.pool.Get(context.Background())
-	if err != nil {
-		ap.release()
-		return nil, err
+	// A shared pool lends buffers as they are needed; a pool of our own
+	// holds exactly ours, so take them all and register them with the
+	// engine where it can (io_uring fixed buffers).
+	want := 1
+	if ap.ownPool {
+		want = o.Buffers
 	}
-	ap.slots = append(ap.slots, slot{buf: b})
+	for range want {
+		b, err := ap.pool.Get(context.Background())
+		if err != nil {
+			ap.release()
+			return nil, err
+		}
+		ap.slots = append(ap.slots, slot{buf: b})
+	}
+	if reg, ok := q.(direct.BufferRegistrar); ok && ap.ownPool {
+		bufs := make([][]byte, len(ap.slots))
+		for i := range ap.slots {
+			bufs[i] = ap.slots[i].buf.Bytes()
+		}
+		ap.fixed = reg.RegisterBuffers(bufs) == nil // refused: plain requests
+	}
 	return ap, nil
 }
+
+// Fixed reports whether the buffers are registered with the engine.
+func (a *Appender) Fixed() bool { return a.fixed }
 
 // BufferSize returns the size of the buffers.
 func (a *Appender) BufferSize() int { return a.pool.BufferSize() }

@@ -39,3 +39,19 @@ func DenyURing() error {
 	}
 	return nil
 }
+
+// DropIPCLock removes CAP_IPC_LOCK from the calling thread's effective and
+// permitted sets, so that pinned memory counts against RLIMIT_MEMLOCK as
+// it does for an unprivileged process. Lock the goroutine to its thread
+// first, and do the work that needs the lower privilege on it.
+func DropIPCLock() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	const bit = unix.CAP_IPC_LOCK
+	data[bit/32].Effective &^= 1 << (bit % 32)
+	data[bit/32].Permitted &^= 1 << (bit % 32)
+	return unix.Capset(&hdr, &data[0])
+}
