@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -12,6 +13,23 @@ const ChildEnv = "DIO_TEST_CHILD"
 
 // Child returns the role this process was started for by RunChild, or "".
 func Child() string { return os.Getenv(ChildEnv) }
+
+// InChild reports whether this process is the child playing role. If it
+// is not, it runs the test t in a child with that role, fails t unless the
+// child passes, and returns false: the caller returns at once. The child
+// does what cannot be undone in a test process (a seccomp filter, dropped
+// capabilities, lowered limits).
+func InChild(t *testing.T, role string) bool {
+	t.Helper()
+	if Child() == role {
+		return true
+	}
+	out, err := RunChild(t, t.Name(), role)
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child %q did not pass (%v):\n%s", role, err, out)
+	}
+	return false
+}
 
 // RunChild re-executes the test binary to run only the test named test, with
 // ChildEnv set to role and the matrix variables passed on. It returns the
