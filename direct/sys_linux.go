@@ -80,40 +80,26 @@ func readInt(path string) int {
 	return n
 }
 
+// preadOnce, pwriteOnce and fdatasync make one system call each; xfer
+// retries EINTR and EAGAIN, a bounded number of times.
+
 func preadOnce(f *os.File, p []byte, off int64) (int, error) {
-	for {
-		n, err := unix.Pread(int(f.Fd()), p, off)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		return n, nil
+	n, err := unix.Pread(int(f.Fd()), p, off)
+	if err != nil {
+		return 0, err
 	}
+	return n, nil
 }
 
 func pwriteOnce(f *os.File, p []byte, off int64) (int, error) {
-	for {
-		n, err := unix.Pwrite(int(f.Fd()), p, off)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		return n, nil
+	n, err := unix.Pwrite(int(f.Fd()), p, off)
+	if err != nil {
+		return 0, err
 	}
+	return n, nil
 }
 
-func fdatasync(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
+func fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
 
 func fallocate(f *os.File, off, n int64) error {
 	for {
