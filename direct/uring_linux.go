@@ -3,6 +3,7 @@
 package direct
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -239,6 +240,11 @@ func (r *ring) submit() error {
 		n, err := r.enter(r.sqPending, 0, 0)
 		if err != nil {
 			return err
+		}
+		if n == 0 {
+			// Without SQPOLL the kernel consumes what it is given or
+			// says why; looping here would spin forever.
+			return errors.New("io_uring_enter: no submission consumed")
 		}
 		r.sqPending -= uint32(n)
 	}
