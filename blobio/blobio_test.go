@@ -20,7 +20,6 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/blobio"
-	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
@@ -48,16 +47,8 @@ type goldenBlob struct {
 
 func sum(p []byte) string { s := sha256.Sum256(p); return hex.EncodeToString(s[:]) }
 
-// policies returns the I/O policies worth testing on this filesystem.
-func policies() []fallback.Policy {
-	if testenv.RejectsDirect() {
-		return []fallback.Policy{fallback.Auto, fallback.StdFS}
-	}
-	return []fallback.Policy{fallback.Auto, fallback.DirectPwrite, fallback.StdFS}
-}
-
 func TestGolden(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			path := filepath.Join(testenv.Dir(t), "golden.blob")
 			w, err := blobio.Create(path, &blobio.Options{IO: p, BufferSize: 8 << 10})
@@ -169,7 +160,7 @@ func TestZstd(t *testing.T) {
 // buffer sizes and counts, syncing at random points, and reads them back by
 // offset and by scanning.
 func TestRoundTrip(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		for _, bufSize := range []int{4 << 10, 64 << 10} {
 			for _, buffers := range []int{1, 2, 4} {
 				name := fmt.Sprintf("%v/buffer=%dKiB/buffers=%d", p, bufSize>>10, buffers)

@@ -20,20 +20,11 @@ import (
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-// waitGoroutines waits for the goroutine count to fall back to n.
-func waitGoroutines(t *testing.T, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > n && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), n, "goroutines leaked")
-}
-
 // TestWriteFailure fails the n-th write or fdatasync with EIO or ENOSPC:
 // the error reaches the caller and stays, every blob covered by an earlier
 // successful Sync reads back, and the buffers go back to the pool.
 func TestWriteFailure(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC} {
 			for _, op := range []direct.Op{direct.OpWrite, direct.OpSync} {
 				for _, nth := range []int{0, 3, 17} {
@@ -94,14 +85,14 @@ func writeFailure(t *testing.T, p fallback.Policy, rule faults.Rule, errno sysca
 	}
 	t.Logf("%d blobs synced before the fault, all read back; injected %v", len(synced), plan.Injected())
 	r.Close()
-	waitGoroutines(t, goroutines)
+	testenv.WaitGoroutines(t, goroutines)
 }
 
 // TestTransientFaults makes writes and reads hit EINTR, EAGAIN, short
 // transfers and late completions: the engines retry and resume, and the
 // caller sees nothing but correct data.
 func TestTransientFaults(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			plan := faults.NewPlan(
 				faults.Transient(direct.OpWrite, 20, syscall.EINTR),

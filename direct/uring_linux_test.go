@@ -73,10 +73,7 @@ func TestQueueCloseReleasesEverything(t *testing.T) {
 				require.NoError(t, q.Close())
 			}
 			assert.Equal(t, fds, openFDs(t), "file descriptors leaked")
-			for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			assert.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "goroutines leaked")
+			testenv.WaitGoroutines(t, goroutines)
 			maps, err := os.ReadFile("/proc/self/maps")
 			require.NoError(t, err)
 			assert.NotContains(t, string(maps), "io_uring", "a ring mapping outlived its queue")

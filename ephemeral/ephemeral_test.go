@@ -24,13 +24,6 @@ import (
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-func policies() []fallback.Policy {
-	if testenv.RejectsDirect() {
-		return []fallback.Policy{fallback.Auto, fallback.StdFS}
-	}
-	return []fallback.Policy{fallback.Auto, fallback.DirectPwrite, fallback.StdFS}
-}
-
 func requireEmpty(t *testing.T, dir string) {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -39,7 +32,7 @@ func requireEmpty(t *testing.T, dir string) {
 }
 
 func TestReadWhatWasWritten(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			dir := testenv.Dir(t)
 			f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p, BufferSize: 8 << 10, Buffers: 3})
@@ -158,7 +151,7 @@ func TestErrors(t *testing.T) {
 // TestConcurrentReaders has one writer appending random blobs and raw bytes
 // while readers check random earlier ranges, mostly near the tail.
 func TestConcurrentReaders(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 16 << 10, Buffers: 3})
 			require.NoError(t, err)

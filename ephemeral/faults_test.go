@@ -21,7 +21,7 @@ import (
 // byte appended before it still reads back, from disk or from the buffer
 // whose write failed, which the file keeps.
 func TestWriteFailure(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			goroutines := runtime.NumGoroutine()
 			pool, err := aligned.NewPool(8<<10, 4096, 3*(8<<10))
@@ -52,10 +52,7 @@ func TestWriteFailure(t *testing.T) {
 			require.True(t, bytes.Equal(mirror, got), "bytes acknowledged before the failure were lost")
 			require.NoError(t, f.Close())
 			assert.Zero(t, pool.Stats().InUse, "buffers leaked")
-			for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			assert.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "goroutines leaked")
+			testenv.WaitGoroutines(t, goroutines)
 			t.Logf("%d bytes acknowledged and read back after the fault; injected %v", len(mirror), plan.Injected())
 		})
 	}
@@ -64,7 +61,7 @@ func TestWriteFailure(t *testing.T) {
 // TestTransientFaults: retries and resumed short transfers on both the
 // write and the read side are invisible to readers.
 func TestTransientFaults(t *testing.T) {
-	for _, p := range policies() {
+	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			plan := faults.NewPlan(
 				faults.Transient(direct.OpWrite, 10, syscall.EINTR),

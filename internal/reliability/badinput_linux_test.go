@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/blobio"
@@ -99,18 +98,7 @@ func TestBadInput(t *testing.T) {
 // clear error and leaves nothing.
 func TestReadOnlyDirectory(t *testing.T) {
 	dir := testenv.Dir(t)
-	ro := filepath.Join(dir, "ro")
-	require.NoError(t, os.Mkdir(ro, 0o555))
-	defer os.Chmod(ro, 0o755)
-	want := fs.ErrPermission
-	if os.Geteuid() == 0 {
-		// Root writes where permissions say no: use a read-only mount.
-		if err := unix.Mount("tmpfs", ro, "tmpfs", unix.MS_RDONLY, ""); err != nil {
-			t.Skipf("cannot mount a read-only tmpfs: %v", err)
-		}
-		defer unix.Unmount(ro, 0)
-		want = unix.EROFS
-	}
+	ro, want := testenv.ReadOnlyDir(t, dir)
 	_, err := blobio.Create(filepath.Join(ro, "b"), nil)
 	assert.ErrorIs(t, err, want)
 	_, err = ephemeral.Create(ro, nil)
