@@ -113,14 +113,7 @@ func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	off = w.ap.Size()
-	if _, err := w.ap.Write(hdr); err != nil {
-		return 0, err
-	}
-	if _, err := w.ap.Write(data); err != nil {
-		return 0, err
-	}
-	return off, nil
+	return w.ap.WriteRecord(hdr, data)
 }
 
 // Sync makes every blob written so far durable: it writes the buffered

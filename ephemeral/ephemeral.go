@@ -118,14 +118,7 @@ func (f *File) WriteBlob(p []byte) (off int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	off = f.ap.Size()
-	if _, err := f.ap.Write(hdr); err != nil {
-		return 0, err
-	}
-	if _, err := f.ap.Write(p); err != nil {
-		return 0, err
-	}
-	return off, nil
+	return f.ap.WriteRecord(hdr, p)
 }
 
 // ReadAt reads len(p) bytes at off, from memory where the bytes are still

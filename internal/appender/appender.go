@@ -182,6 +182,19 @@ func (a *Appender) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// WriteRecord appends hdr and then p, and returns the offset of hdr: one
+// framed record, such as a blob, with no copy to join the two.
+func (a *Appender) WriteRecord(hdr, p []byte) (off int64, err error) {
+	off = a.size
+	if _, err := a.Write(hdr); err != nil {
+		return 0, err
+	}
+	if _, err := a.Write(p); err != nil {
+		return 0, err
+	}
+	return off, nil
+}
+
 // rotate submits the full current buffer and makes another one current.
 func (a *Appender) rotate() error {
 	s := &a.slots[a.cur]
