@@ -69,7 +69,7 @@ func TestTransientFaults(t *testing.T) {
 				faults.Short(direct.OpWrite, 10, 4096),
 				faults.Late(direct.OpWrite, 3, 5*time.Millisecond),
 			)
-			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 16 << 10, Faults: plan})
+			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 16 << 10, Buffers: 4, Faults: plan})
 			require.NoError(t, err)
 			defer f.Close()
 			var mirror []byte

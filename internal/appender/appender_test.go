@@ -1,0 +1,216 @@
+package appender
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// recorder is an Injector that records every write the engine makes and
+// slows each one down, so that full buffers pile up behind the device and
+// have a chance to merge. It can fail the write at one offset.
+type recorder struct {
+	mu     sync.Mutex
+	writes []span
+	delay  time.Duration
+	failAt int64 // fail the first write covering this offset with EIO; -1: never
+}
+
+type span struct {
+	off int64
+	n   int
+}
+
+func (r *recorder) Inject(op direct.Op, off int64, n int) (direct.Fault, bool) {
+	if op != direct.OpWrite {
+		return direct.Fault{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, span{off, n})
+	if r.failAt >= off && r.failAt < off+int64(n) {
+		r.failAt = -1
+		return direct.Fault{Err: syscall.EIO}, true
+	}
+	return direct.Fault{Delay: r.delay}, r.delay > 0
+}
+
+func (r *recorder) spans() []span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.writes)
+}
+
+func open(t *testing.T, p fallback.Policy) (fallback.File, string) {
+	t.Helper()
+	path := filepath.Join(testenv.Dir(t), "append")
+	f, err := fallback.Open(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600, p)
+	require.NoError(t, err)
+	return f, path
+}
+
+// fill appends size bytes in chunks of 1 to 300 bytes and returns them.
+func fill(t *testing.T, a *Appender, size int, seed uint64) []byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	want := make([]byte, 0, size)
+	for len(want) < size {
+		p := make([]byte, min(1+rng.IntN(300), size-len(want)))
+		for i := range p {
+			p[i] = byte(rng.Uint32())
+		}
+		n, err := a.Write(p)
+		require.NoError(t, err)
+		require.Equal(t, len(p), n)
+		want = append(want, p...)
+	}
+	return want
+}
+
+// TestMergedWrites: with the device slower than the writer, neighbouring
+// full buffers go out as one write of up to MaxWrite bytes, never across
+// the end of the slab, and the file still holds exactly the stream.
+func TestMergedWrites(t *testing.T) {
+	for _, p := range testenv.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			f, path := open(t, p)
+			const bufSize, maxWrite = 4096, 16384
+			rec := &recorder{delay: 2 * time.Millisecond, failAt: -1}
+			a, err := New(f, Options{BufferSize: bufSize, Buffers: 8, MaxWrite: maxWrite, Faults: rec})
+			require.NoError(t, err)
+			want := fill(t, a, 1<<20+123, 1)
+			require.NoError(t, a.Close())
+
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, got), "file differs from the stream")
+
+			ws := rec.spans()
+			merged := 0
+			for _, w := range ws {
+				assert.LessOrEqual(t, w.n, maxWrite, "write at %d", w.off)
+				if w.n > bufSize {
+					merged++
+				}
+				// Eight slots of 4 KiB: a merged write never wraps.
+				slot := w.off / bufSize % 8
+				assert.LessOrEqual(t, slot*bufSize+int64(w.n), int64(8*bufSize), "write at %d crosses the end of the slab", w.off)
+			}
+			assert.Greater(t, merged, len(ws)/2, "most writes should be merged: %v", ws[:min(len(ws), 20)])
+			t.Logf("%d writes, %d merged, for %d bytes", len(ws), merged, len(want))
+		})
+	}
+}
+
+// TestWritesCoverStream: the writes cover the file from 0 with no gap, and a flush in the middle of a
+// pending run writes the run and the partial buffer.
+func TestWritesCoverStream(t *testing.T) {
+	f, path := open(t, fallback.Auto)
+	align := f.Alignment().Offset
+	rec := &recorder{failAt: -1}
+	a, err := New(f, Options{BufferSize: 8192, Buffers: 6, MaxWrite: 24576, Faults: rec})
+	require.NoError(t, err)
+	var want []byte
+	for i := range 40 {
+		want = append(want, fill(t, a, 7000+i*977, uint64(i))...)
+		if i%3 == 0 {
+			require.NoError(t, a.Flush())
+		}
+	}
+	require.NoError(t, a.Close())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got))
+
+	ws := rec.spans()
+	slices.SortFunc(ws, func(a, b span) int { return int(a.off - b.off) })
+	covered := int64(0)
+	for _, w := range ws {
+		require.Zero(t, w.off%int64(align), "write at %d is not aligned", w.off)
+		require.LessOrEqual(t, w.off, covered, "gap before %d", w.off)
+		covered = max(covered, w.off+int64(w.n))
+	}
+	assert.GreaterOrEqual(t, covered, int64(len(want)))
+}
+
+// TestSharedPoolDoesNotMerge: buffers lent by a pool are not neighbours in
+// memory, so each is written alone.
+func TestSharedPoolDoesNotMerge(t *testing.T) {
+	f, path := open(t, fallback.Auto)
+	pool, err := aligned.NewPool(4096, 4096, 8*4096)
+	require.NoError(t, err)
+	defer pool.Close()
+	rec := &recorder{delay: time.Millisecond, failAt: -1}
+	a, err := New(f, Options{Pool: pool, Buffers: 8, Faults: rec})
+	require.NoError(t, err)
+	want := fill(t, a, 200_000, 2)
+	require.NoError(t, a.Close())
+	assert.Zero(t, pool.Stats().InUse)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got))
+	for _, w := range rec.spans() {
+		require.LessOrEqual(t, w.n, 4096)
+	}
+}
+
+// TestMergedWriteFails: an EIO on a merged write is sticky, and Close
+// reports it and still releases everything.
+func TestMergedWriteFails(t *testing.T) {
+	for _, p := range testenv.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			f, _ := open(t, p)
+			rec := &recorder{delay: time.Millisecond, failAt: 100_000}
+			a, err := New(f, Options{BufferSize: 4096, Buffers: 8, MaxWrite: 16384, Faults: rec})
+			require.NoError(t, err)
+			var werr error
+			for i := 0; i < 1000 && werr == nil; i++ {
+				_, werr = a.Write(make([]byte, 1000))
+			}
+			if werr == nil {
+				werr = a.Flush()
+			}
+			require.ErrorIs(t, werr, syscall.EIO)
+			_, err = a.Write([]byte{1})
+			require.ErrorIs(t, err, syscall.EIO, "the error is sticky")
+			require.ErrorIs(t, a.Close(), syscall.EIO)
+		})
+	}
+}
+
+// TestDefaults: the default ring holds two merged writes, and MaxWrite is
+// at most half the ring.
+func TestDefaults(t *testing.T) {
+	f, _ := open(t, fallback.Auto)
+	defer f.Close()
+	for _, c := range []struct {
+		o               Options
+		buffers, merged int
+	}{
+		{Options{}, 2 * DefaultMaxWrite / aligned.DefaultBlockSize, DefaultMaxWrite / aligned.DefaultBlockSize},
+		{Options{BufferSize: 8192}, 2 * DefaultMaxWrite / 8192, DefaultMaxWrite / 8192},
+		{Options{BufferSize: 1 << 20}, DefaultBuffers, 1},
+		{Options{Buffers: 2}, 2, 1},
+		{Options{Buffers: 3, MaxWrite: 1 << 30}, 3, 1},
+	} {
+		a, err := New(f, c.o)
+		require.NoError(t, err)
+		assert.Equal(t, c.buffers, len(a.slots), "%+v", c.o)
+		assert.Equal(t, c.merged, a.merge, "%+v", c.o)
+		a.release()
+	}
+}
