@@ -15,7 +15,7 @@ import (
 // Options configure a Writer or Reader. A nil *Options means defaults.
 type Options struct {
 	BufferSize  int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
-	Buffers     int             // buffers per writer; default: enough for two 256 KiB writes of merged neighbours (8 of 64 KiB), at least 4
+	Buffers     int             // buffers per writer; default: two 512 KiB writes of merged neighbours (16 of 64 KiB), at least 4
 	IO          fallback.Policy // default Auto
 	Compression Compression     // default None
 

@@ -81,9 +81,9 @@ func fill(t *testing.T, a *Appender, size int, seed uint64) []byte {
 	return want
 }
 
-// TestMergedWrites: with the device slower than the writer, neighbouring
-// full buffers go out as one write of up to MaxWrite bytes, never across
-// the end of the slab, and the file still holds exactly the stream.
+// TestMergedWrites: neighbouring full buffers go out as one write of up to
+// MaxWrite bytes, also while the device lags behind the writer, never
+// across the end of the slab, and the file still holds exactly the stream.
 func TestMergedWrites(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
