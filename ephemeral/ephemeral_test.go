@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/ephemeral"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/testenv"
@@ -334,4 +336,84 @@ func TestGoneAfterKill(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	requireEmpty(t, dir)
+}
+
+// aheadCounter counts the reads the file's queue performs: the background
+// read-ahead (foreground misses are read directly).
+type aheadCounter struct {
+	mu    sync.Mutex
+	reads int
+	delay time.Duration
+}
+
+func (c *aheadCounter) Inject(op direct.Op, off int64, n int) (direct.Fault, bool) {
+	if op != direct.OpRead {
+		return direct.Fault{}, false
+	}
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return direct.Fault{Delay: c.delay}, c.delay > 0
+}
+
+func (c *aheadCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// TestSequentialReadAhead scans a file blob by blob while, and after, it is
+// written, with random reads and a Close breaking into the read-ahead: every
+// blob reads back, the scan is served by background reads, and nothing
+// leaks.
+func TestSequentialReadAhead(t *testing.T) {
+	for _, p := range testenv.Policies() {
+		for _, delay := range []time.Duration{0, 200 * time.Microsecond} {
+			t.Run(fmt.Sprintf("%v/delay=%v", p, delay), func(t *testing.T) {
+				goroutines := runtime.NumGoroutine()
+				counter := &aheadCounter{delay: delay}
+				f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 8 << 10, Buffers: 4, Faults: counter})
+				require.NoError(t, err)
+				var offs []int64
+				var blobs [][]byte
+				r := rand.New(rand.NewPCG(9, 9))
+				for i := range 30000 {
+					b := make([]byte, r.IntN(400))
+					for j := range b {
+						b[j] = byte(i ^ j)
+					}
+					off, err := f.WriteBlob(b)
+					require.NoError(t, err)
+					offs, blobs = append(offs, off), append(blobs, b)
+					if i%7 == 0 { // a reader chasing the writer
+						k := len(offs) - 1 - r.IntN(min(len(offs), 50))
+						got, err := f.ReadBlob(offs[k], nil)
+						require.NoError(t, err)
+						require.True(t, bytes.Equal(blobs[k], got), "blob %d", k)
+					}
+				}
+				var got []byte
+				for k := range offs {
+					got, err = f.ReadBlob(offs[k], got)
+					require.NoError(t, err)
+					require.True(t, bytes.Equal(blobs[k], got), "blob %d at %d", k, offs[k])
+					if k%5000 == 4999 { // a random read drops the read-ahead
+						j := r.IntN(len(offs))
+						other, err := f.ReadBlob(offs[j], nil)
+						require.NoError(t, err)
+						require.True(t, bytes.Equal(blobs[j], other), "blob %d", j)
+					}
+				}
+				assert.Greater(t, counter.count(), 5, "the scan should be read ahead")
+				// Stop mid-scan, with a read-ahead likely in flight.
+				for k := range len(offs) / 2 {
+					got, err = f.ReadBlob(offs[k], got)
+					require.NoError(t, err)
+				}
+				require.NoError(t, f.Close())
+				testenv.WaitGoroutines(t, goroutines)
+				t.Logf("%d blobs, %d bytes, %d background reads", len(offs), f.Size(), counter.count())
+			})
+		}
+	}
 }

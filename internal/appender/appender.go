@@ -188,6 +188,10 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	return ap, nil
 }
 
+// Queue returns the queue the Appender writes through, for readers of the
+// same file to share: it is safe for concurrent use.
+func (a *Appender) Queue() direct.Queue { return a.q }
+
 // Fixed reports whether the buffers are registered with the engine.
 func (a *Appender) Fixed() bool { return a.fixed }
 
