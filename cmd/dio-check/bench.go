@@ -39,8 +39,9 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	buffersFlag := fs.String("buffers", "8KiB,64KiB", "buffer sizes, comma-separated")
 	runs := fs.Int("runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
 	depth := fs.Int("depth", 0, "buffers per file: one filling, the rest in flight (0: the default)")
+	withFio := fs.Bool("fio", true, "also run fio (io_uring, O_DIRECT, QD4, end fsync) as a reference row, if it is installed")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR")
+		fmt.Fprintln(stderr, "usage: dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] [-depth 0] [-fio=true] DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -82,8 +83,19 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	}
 	tmp.remove(probePath)
 
+	if *withFio && !haveFio() {
+		fmt.Fprintln(stderr, "dio-check: fio not found: no reference row (apt-get install fio)")
+		*withFio = false
+	}
 	progress := isTerminal(stderr)
 	var results []BenchResult
+	report := func(r BenchResult) error {
+		results = append(results, r)
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(r)
+		}
+		return nil
+	}
 	skipped := map[string]string{}
 	for run := range *runs {
 		for _, w := range ingest.Workloads {
@@ -109,11 +121,19 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 						MiBs: r.MiBs(c), PageCacheBytes: r.PageCacheBytes, OutputBytes: r.OutputBytes,
 						ElapsedMs: float64(r.Elapsed.Microseconds()) / 1000,
 					}
-					results = append(results, res)
-					if *asJSON {
-						if err := json.NewEncoder(stdout).Encode(res); err != nil {
-							return err
-						}
+					if err := report(res); err != nil {
+						return err
+					}
+				}
+				if _, ok := skipped[fioEngine]; *withFio && !ok && w == ingest.SeqNoDelta {
+					mibs, err := runFio(dir, buf, size, tmp)
+					if err != nil { // such as O_DIRECT refused: the rows above say so
+						skipped[fioEngine] = err.Error()
+						continue
+					}
+					res := BenchResult{Workload: w, Bytes: size, Buffer: buf, Engine: fioEngine, Run: run + 1, MiBs: mibs, OutputBytes: size}
+					if err := report(res); err != nil {
+						return err
 					}
 				}
 			}
@@ -132,12 +152,12 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 }
 
 // printBench prints the median of each row over the runs, with its ratios
-// to std-fs and std-fs+fsync from the same workload and buffer size.
+// to std-fs, std-fs+fsync and fio from the same workload and buffer size.
 func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []int, results []BenchResult) {
 	fsName, _ := direct.Filesystem(dir)
 	fmt.Fprintf(w, "dio-check bench: %s of %d-byte values on %s (%s), median of %d run(s)\n\n", sizeName(int(size)), value, dir, fsName, runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tbuffer\tengine\tMiB/s\t× std-fs\t× std-fs+fsync\tpage cache\t")
+	fmt.Fprintln(tw, "workload\tbuffer\tengine\tMiB/s\t× std-fs\t× std-fs+fsync\t× fio\tpage cache\t")
 	median := func(wl string, buf int, engine string) (float64, int64, bool) {
 		var v []float64
 		var pc int64
@@ -157,12 +177,17 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 		for _, buf := range buffers {
 			base, _, _ := median(wl, buf, "std-fs")
 			durable, _, _ := median(wl, buf, "std-fs+fsync")
-			for _, e := range ingest.Engines {
+			ref, _, _ := median(wl, buf, fioEngine)
+			for _, e := range append(slices.Clone(ingest.Engines), ingest.Engine{Name: fioEngine}) {
 				m, pc, ok := median(wl, buf, e.Name)
 				if !ok {
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", wl, sizeName(buf), e.Name, m, ratio(m, base), ratio(m, durable), sizeName(int(pc)))
+				cached := sizeName(int(pc))
+				if e.Name == fioEngine {
+					cached = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", wl, sizeName(buf), e.Name, m, ratio(m, base), ratio(m, durable), ratio(m, ref), cached)
 			}
 		}
 	}

@@ -157,6 +157,11 @@ func TestBenchJSON(t *testing.T) {
 	for sc.Scan() {
 		var r BenchResult
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
+		if r.Engine == fioEngine {
+			assert.Equal(t, ingest.SeqNoDelta, r.Workload, "fio is the reference for the pure write workload")
+			assert.Positive(t, r.MiBs)
+			continue
+		}
 		assert.Equal(t, 100, r.ValueSize)
 		assert.Equal(t, int64(8<<20), r.Bytes)
 		assert.Positive(t, r.MiBs)
@@ -187,6 +192,9 @@ func TestBenchTable(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "× std-fs+fsync")
 	assert.Contains(t, out, "seq-no-delta")
+	if haveFio() && !testenv.RejectsDirect() {
+		assert.Contains(t, out, fioEngine, "the fio reference row")
+	}
 	requireEmpty(t, dir)
 }
 

@@ -158,7 +158,7 @@ func (c Config) delta(eph *ephemeral.File) (string, error) {
 		return "", err
 	}
 	var blob []byte
-	for off := int64(0); off < eph.Size(); {
+	for off, size := int64(0), eph.Size(); off < size; {
 		if blob, err = eph.ReadBlob(off, blob); err == nil {
 			_, err = w.WriteBlob(blob)
 		}
