@@ -20,7 +20,7 @@ var ErrClosed = errors.New("ephemeral: file closed")
 // Options configure Create. A nil *Options means defaults.
 type Options struct {
 	BufferSize int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
-	Buffers    int             // buffers per file; default: two 512 KiB writes of merged neighbours (16 of 64 KiB), at least 4
+	Buffers    int             // buffers per file; default: two merged 512 KiB writes with O_DIRECT (16 of 64 KiB), 4 through the page cache
 	IO         fallback.Policy // default Auto
 
 	// Pool, when set, supplies the write buffers, so that many files

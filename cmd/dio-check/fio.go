@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/dio-storage/dio/internal/ingest"
 )
 
 // fioEngine names the reference row: fio writing the same bytes with
@@ -25,6 +27,9 @@ func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, error) {
 		return 0, err
 	}
 	defer tmp.remove(path)
+	if err := ingest.Settle(dir); err != nil {
+		return 0, err
+	}
 	cmd := exec.Command("fio", "--name=dio-check", "--filename="+path,
 		"--ioengine=io_uring", "--direct=1", "--rw=write", "--iodepth=4", "--end_fsync=1",
 		"--bs="+strconv.Itoa(bs), "--size="+strconv.FormatInt(size, 10), "--output-format=json")

@@ -43,7 +43,7 @@ import (
 // Options configure New.
 type Options struct {
 	BufferSize int           // bytes per buffer, rounded up to the file's alignment; 0: 64 KiB
-	Buffers    int           // buffers owned at most; 0: DefaultBuffers, or enough for two MaxWrite writes
+	Buffers    int           // buffers owned at most; 0: two MaxWrite writes with O_DIRECT, at least DefaultBuffers
 	MaxWrite   int           // bytes per merged write at most; 0: DefaultMaxWrite; at most half the buffers
 	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a slab of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
@@ -141,6 +141,12 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	}
 
 	merge := max(1, o.MaxWrite/o.BufferSize)
+	if !f.Mode().Direct {
+		// Through the page cache a write is a memcpy: merging buys
+		// nothing and lets the buffers fall out of the CPU cache
+		// before the kernel copies them.
+		merge = 1
+	}
 	if o.Buffers <= 0 {
 		o.Buffers = max(DefaultBuffers, 2*merge)
 	}

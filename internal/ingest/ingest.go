@@ -92,6 +92,11 @@ func Run(c Config) (Result, error) {
 			return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
+	// Start every run from a clean filesystem and device, outside the
+	// clock: otherwise the run after a durable one pays for its writeback.
+	if err := Settle(c.Dir); err != nil {
+		return Result{}, err
+	}
 	value := make([]byte, c.Value)
 	for i := range value {
 		value[i] = byte(i*7 + 1)

@@ -31,3 +31,15 @@ func resident(fd uintptr, size int64) (int64, int64, error) {
 	}
 	return min(pages*page, size), size, nil
 }
+
+// Settle makes the filesystem under dir write out what earlier runs left
+// dirty, and the device flush its cache, so that a run does not pay for
+// its predecessor's writeback.
+func Settle(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return os.NewSyscallError("syncfs", unix.Syncfs(int(f.Fd())))
+}

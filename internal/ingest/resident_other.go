@@ -4,3 +4,6 @@ package ingest
 
 // resident is measured on Linux only; elsewhere it reports -1 bytes.
 func resident(_ uintptr, size int64) (int64, int64, error) { return -1, size, nil }
+
+// Settle is a no-op where syncfs is not available.
+func Settle(string) error { return nil }
