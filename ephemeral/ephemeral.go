@@ -277,15 +277,27 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	if f.closed {
 		return dst[:0], ErrClosed
 	}
+	// Read the header's first byte, and the rest only for a long header:
+	// reading past a short header could move the read cache on to the
+	// next buffer and send the payload read back to the one before,
+	// which a sequential scan must never do.
 	var h [blobio.MaxHeaderSize]byte
-	n, err := f.readAt(h[:], off)
-	if err != nil && (err != io.EOF || n == 0) {
+	if _, err := f.readAt(h[:1], off); err != nil {
 		if err == io.EOF {
 			err = fmt.Errorf("%w: offset %d is at or past the end", blobio.ErrOffset, off)
 		}
 		return dst[:0], err
 	}
+	n := 1
 	hs, size, c, err := blobio.DecodeHeader(h[:n])
+	if err == io.ErrUnexpectedEOF {
+		k, rerr := f.readAt(h[1:], off+1)
+		if rerr != nil && rerr != io.EOF {
+			return dst[:0], rerr
+		}
+		n += k
+		hs, size, c, err = blobio.DecodeHeader(h[:n])
+	}
 	if err != nil {
 		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %w", off, err)
 	}
