@@ -61,3 +61,50 @@ func benchWriter(b *testing.B, value, buffer int, p fallback.Policy) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkScanner scans a 32 MiB file of 100-byte blobs per iteration.
+func BenchmarkScanner(b *testing.B) {
+	for _, e := range testenv.Engines {
+		b.Run("engine="+e.Name, func(b *testing.B) {
+			if e.Policy == fallback.Direct {
+				if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+					b.Skipf("io_uring unavailable: %v", err)
+				}
+			}
+			path := filepath.Join(testenv.Dir(b), "scan")
+			w, err := blobio.Create(path, &blobio.Options{IO: e.Policy})
+			if errors.Is(err, direct.ErrNotSupported) {
+				b.Skip(err)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := content(2, 100)
+			for range (32 << 20) / 101 {
+				if _, err := w.WriteBlob(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			r, err := blobio.Open(path, &blobio.Options{IO: e.Policy})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			b.SetBytes(r.Size())
+			b.ReportAllocs()
+			for range b.N {
+				s := blobio.NewScanner(r)
+				n := 0
+				for s.Scan() {
+					n++
+				}
+				if err := s.Err(); err != nil || n != (32<<20)/101 {
+					b.Fatalf("scanned %d blobs: %v", n, err)
+				}
+			}
+		})
+	}
+}

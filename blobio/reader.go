@@ -28,7 +28,7 @@ type Reader struct {
 	align   int // offset alignment
 	memAl   int // memory alignment
 	winSize int // a buffer plus a block, so a header straddling blocks fits
-	bufSize int // the Scanner's read size
+	bufSize int // the Scanner's read size: BufferSize, or DefaultScanRead if unset
 
 	mu       sync.Mutex
 	win      *aligned.Buffer // the last aligned window read
@@ -57,13 +57,17 @@ func Open(path string, o *Options) (*Reader, error) {
 	}
 	a := f.Alignment()
 	block := max(a.Block(), 512)
+	scan := opts.BufferSize
+	if o == nil || o.BufferSize <= 0 {
+		scan = DefaultScanRead
+	}
 	return &Reader{
 		f:        f,
 		size:     st.Size(),
 		align:    a.Offset,
 		memAl:    max(a.Memory, 512),
 		winSize:  aligned.Up(opts.BufferSize, block) + block,
-		bufSize:  aligned.Up(opts.BufferSize, block),
+		bufSize:  aligned.Up(scan, block),
 		scanners: map[*Scanner]struct{}{},
 	}, nil
 }

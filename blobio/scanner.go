@@ -33,6 +33,13 @@ type Scanner struct {
 	ended   bool
 }
 
+// DefaultScanRead is how much a Scanner reads at a time when Options leave
+// BufferSize unset: on the disks measured here every request costs as
+// much as tens of kilobytes of transfer, and a 32 MiB scan of 100-byte
+// blobs ran in 26 ms with 512 KiB reads against 57 ms with 64 KiB ones
+// (io_uring; BenchmarkScanner).
+const DefaultScanRead = 512 << 10
+
 // NewScanner returns a Scanner over r's blobs, starting at offset 0.
 func NewScanner(r *Reader) *Scanner {
 	s := &Scanner{r: r, done: make(chan direct.Completion, 2)}
