@@ -79,6 +79,18 @@ func (t *tempFiles) Add(path string) { t.add(path) }
 // Remove removes path and forgets it; it implements ingest.Tracker.
 func (t *tempFiles) Remove(path string) { t.remove(path) }
 
+// create creates path, which must not exist, and tracks it, under the lock
+// a signal's removal takes: no signal can come between the two.
+func (t *tempFiles) create(path string) (*os.File, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		t.paths[path] = struct{}{}
+	}
+	return f, err
+}
+
 func (t *tempFiles) add(path string) {
 	t.mu.Lock()
 	t.paths[path] = struct{}{}
@@ -107,7 +119,12 @@ func (t *tempFiles) removeOnSignal(sigs ...os.Signal) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, sigs...)
 	s := <-ch
-	t.removeAll()
+	// Hold the lock to the end, so that no file is created (through
+	// create) after the removal and before the exit.
+	t.mu.Lock()
+	for p := range t.paths {
+		os.Remove(p)
+	}
 	fmt.Fprintf(os.Stderr, "dio-check: %v: removed temporary files\n", s)
 	os.Exit(128 + int(s.(syscall.Signal)))
 }

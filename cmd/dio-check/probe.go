@@ -113,11 +113,10 @@ func createTemp(dir, prefix string, tmp *tempFiles) (string, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	path := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := tmp.create(path)
 	if err != nil {
 		return "", usageError{fmt.Sprintf("%s: cannot create a file: %v", dir, err)}
 	}
-	tmp.add(path)
 	f.Close()
 	return path, nil
 }
