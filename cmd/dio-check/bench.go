@@ -192,6 +192,26 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 		}
 	}
 	tw.Flush()
+
+	// The same medians in the layout of Neon's bench_ingest table, with
+	// io_uring's ratio to std-fs in brackets, to set beside theirs.
+	fmt.Fprintf(w, "\nIn Neon's layout (MiB/s; direct+io_uring / std-fs in brackets):\n\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "buffer\tstd-fs seq\tio_uring seq\tstd-fs seq, no delta\tio_uring seq, no delta\t")
+	for _, buf := range buffers {
+		fmt.Fprintf(tw, "%s\t", sizeName(buf))
+		for _, wl := range []string{ingest.Seq, ingest.SeqNoDelta} {
+			base, _, _ := median(wl, buf, "std-fs")
+			m, _, ok := median(wl, buf, "direct+io_uring")
+			cell := "-"
+			if ok {
+				cell = fmt.Sprintf("%.0f (%s)", m, ratio(m, base))
+			}
+			fmt.Fprintf(tw, "%.0f\t%s\t", base, cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
 }
 
 func ratio(a, b float64) string {

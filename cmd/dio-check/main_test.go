@@ -192,6 +192,8 @@ func TestBenchTable(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "× std-fs+fsync")
 	assert.Contains(t, out, "seq-no-delta")
+	assert.Contains(t, out, "In Neon's layout")
+	assert.Regexp(t, `64KiB +\d+ +(\d+ \(\d\.\d\d\)|-) +\d+ +(\d+ \(\d\.\d\d\)|-)`, out, "a row in Neon's layout")
 	if haveFio() && !testenv.RejectsDirect() {
 		assert.Contains(t, out, fioEngine, "the fio reference row")
 	}
