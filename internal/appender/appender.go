@@ -43,15 +43,16 @@ import (
 // Options configure New.
 type Options struct {
 	BufferSize int           // bytes per buffer, rounded up to the file's alignment; 0: 64 KiB
-	Buffers    int           // buffers owned at most; 0: two MaxWrite writes with O_DIRECT, at least DefaultBuffers
+	Buffers    int           // buffers owned at most; 0: two MaxWrite writes with O_DIRECT and no Pool, else DefaultBuffers
 	MaxWrite   int           // bytes per merged write at most; 0: DefaultMaxWrite; at most half the buffers
 	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a slab of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
 	Faults     direct.Injector
 }
 
-// DefaultBuffers is the least number of buffers per writer when the caller
-// does not say: one filling and three in flight. Neon double-buffers (two);
+// DefaultBuffers is the number of buffers per writer when the caller does
+// not say and nothing merges (page cache, shared pool), and the least
+// otherwise: one filling and three in flight. Neon double-buffers (two);
 // on the disks measured here (virtio, NVMe) 64 KiB direct writes run at
 // about 600 MB/s one at a time and 1.4 GB/s four at a time, and dio-check's
 // seq-no-delta ingest rose from ~390 to ~620 MiB/s going from 2 to 5
@@ -113,7 +114,7 @@ type Appender struct {
 
 	slots []slot // in ring order; a shared pool's grow to cap(slots)
 	cur   int    // the slot being filled
-	first int    // the first pending slot; == cur when none is
+	first int    // the first pending slot; == cur when none is (until a sticky error)
 	done  chan direct.Completion
 
 	size     int64 // logical size: every byte appended
@@ -141,25 +142,29 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	}
 
 	merge := max(1, o.MaxWrite/o.BufferSize)
-	if !f.Mode().Direct {
+	switch {
+	case !f.Mode().Direct:
 		// Through the page cache a write is a memcpy: merging buys
 		// nothing and lets the buffers fall out of the CPU cache
 		// before the kernel copies them.
 		merge = 1
+	case o.Pool != nil:
+		merge = 1 // a pool's buffers are not neighbours in memory
 	}
 	if o.Buffers <= 0 {
 		o.Buffers = max(DefaultBuffers, 2*merge)
 	}
-	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync,
-		merge: max(1, min(merge, o.Buffers/2))}
-	if ap.pool != nil {
-		ap.merge = 1 // a pool's buffers are not neighbours in memory
-	}
-	if ap.pool != nil && (ap.pool.BufferSize() != o.BufferSize || ap.pool.Align()%a.Memory != 0) {
+	merge = max(1, min(merge, o.Buffers/2))
+	if o.Pool != nil && (o.Pool.BufferSize() != o.BufferSize || o.Pool.Align()%a.Memory != 0) {
 		return nil, fmt.Errorf("appender: pool of %d-byte buffers aligned to %d does not fit %d-byte buffers for alignment %v",
-			ap.pool.BufferSize(), ap.pool.Align(), o.BufferSize, a)
+			o.Pool.BufferSize(), o.Pool.Align(), o.BufferSize, a)
 	}
-	q, err := f.NewQueue(&direct.QueueOptions{Depth: o.Buffers, Faults: o.Faults})
+	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, merge: merge}
+	// Writes in flight: one per group of the ring, more only when
+	// flushes cut runs short (Submit then waits for a slot); one more
+	// for a reader's read-ahead on the same queue.
+	depth := (o.Buffers+merge-1)/merge + 1
+	q, err := f.NewQueue(&direct.QueueOptions{Depth: depth, Faults: o.Faults})
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +483,8 @@ func (a *Appender) Discard() error {
 }
 
 // Cached returns the bytes of the stream at off that are in memory: in the
-// buffer being filled, in flight, or written and not yet reused. When off
+// buffer being filled, waiting to be written, in flight, kept after a
+// failed write, or written and not yet reused. When off
 // is not in memory it returns nil and where the next buffered stretch
 // starts (or Size), so the caller reads [off, next) from the file.
 func (a *Appender) Cached(off int64) (mem []byte, next int64) {

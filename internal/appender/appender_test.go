@@ -2,6 +2,7 @@ package appender
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -172,28 +173,44 @@ func TestSharedPoolDoesNotMerge(t *testing.T) {
 	}
 }
 
-// TestMergedWriteFails: an EIO on a merged write is sticky, and Close
-// reports it and still releases everything.
+// TestMergedWriteFails: an EIO on a merged write, or on a pool buffer's
+// write, is sticky, and Close reports it and still releases everything.
 func TestMergedWriteFails(t *testing.T) {
 	for _, p := range testenv.Policies() {
-		t.Run(p.String(), func(t *testing.T) {
-			f, _ := open(t, p)
-			rec := &recorder{delay: time.Millisecond, failAt: 100_000}
-			a, err := New(f, Options{BufferSize: 4096, Buffers: 8, MaxWrite: 16384, Faults: rec})
-			require.NoError(t, err)
-			var werr error
-			for i := 0; i < 1000 && werr == nil; i++ {
-				_, werr = a.Write(make([]byte, 1000))
-			}
-			if werr == nil {
-				werr = a.Flush()
-			}
-			require.ErrorIs(t, werr, syscall.EIO)
-			_, err = a.Write([]byte{1})
-			require.ErrorIs(t, err, syscall.EIO, "the error is sticky")
-			require.ErrorIs(t, a.Close(), syscall.EIO)
-		})
+		for _, shared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/pool=%v", p, shared), func(t *testing.T) {
+				testWriteFails(t, p, shared)
+			})
+		}
 	}
+}
+
+func testWriteFails(t *testing.T, p fallback.Policy, shared bool) {
+	f, _ := open(t, p)
+	rec := &recorder{delay: time.Millisecond, failAt: 100_000}
+	o := Options{BufferSize: 4096, Buffers: 8, MaxWrite: 16384, Faults: rec}
+	if shared {
+		pool, err := aligned.NewPool(4096, 4096, 8*4096)
+		require.NoError(t, err)
+		defer func() {
+			assert.Zero(t, pool.Stats().InUse, "the buffers went back to the pool")
+			pool.Close()
+		}()
+		o.Pool = pool
+	}
+	a, err := New(f, o)
+	require.NoError(t, err)
+	var werr error
+	for i := 0; i < 1000 && werr == nil; i++ {
+		_, werr = a.Write(make([]byte, 1000))
+	}
+	if werr == nil {
+		werr = a.Flush()
+	}
+	require.ErrorIs(t, werr, syscall.EIO)
+	_, err = a.Write([]byte{1})
+	require.ErrorIs(t, err, syscall.EIO, "the error is sticky")
+	require.ErrorIs(t, a.Close(), syscall.EIO)
 }
 
 // TestDefaults: the default ring holds two merged writes, MaxWrite is at
@@ -220,6 +237,23 @@ func TestDefaults(t *testing.T) {
 		}
 		assert.Equal(t, w.buffers, len(a.slots), "%+v", c.o)
 		assert.Equal(t, w.merged, a.merge, "%+v", c.o)
+		assert.Equal(t, (w.buffers+w.merged-1)/w.merged+1, a.q.Depth(), "a write per group and a read-ahead: %+v", c.o)
 		a.release()
 	}
+
+	// A file on a shared pool takes at most DefaultBuffers of it, unmerged.
+	pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, 64*aligned.DefaultBlockSize)
+	require.NoError(t, err)
+	defer pool.Close()
+	a, err := New(f, Options{Pool: pool})
+	require.NoError(t, err)
+	assert.Equal(t, DefaultBuffers, cap(a.slots))
+	assert.Equal(t, 1, a.merge)
+	for range 3 * DefaultBuffers {
+		_, err := a.Write(make([]byte, aligned.DefaultBlockSize))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, DefaultBuffers, pool.Stats().InUse, "the file holds no more than its ring")
+	a.release()
+	assert.Zero(t, pool.Stats().InUse)
 }
