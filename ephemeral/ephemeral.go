@@ -20,7 +20,7 @@ var ErrClosed = errors.New("ephemeral: file closed")
 // Options configure Create. A nil *Options means defaults.
 type Options struct {
 	BufferSize int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
-	Buffers    int             // buffers per file; default: two merged 512 KiB writes with O_DIRECT (16 of 64 KiB), 4 through the page cache
+	Buffers    int             // buffers per file; default: two merged 512 KiB writes with O_DIRECT (16 of 64 KiB), 4 through the page cache or a Pool
 	IO         fallback.Policy // default Auto
 
 	// Pool, when set, supplies the write buffers, so that many files
@@ -189,11 +189,10 @@ func (f *File) readDisk(pos, final int64) error {
 	}
 	sequential := rc.n > 0 && pos == rc.off+int64(rc.n)
 	if rc.ahead {
+		// A failed read-ahead is dropped, not reported: the read below
+		// tries again and reports what persists.
 		c := f.awaitAhead()
-		if sequential && pos == rc.aheadOff {
-			if c.Err != nil && c.Err != io.EOF {
-				return c.Err
-			}
+		if sequential && pos == rc.aheadOff && (c.Err == nil || c.Err == io.EOF) {
 			rc.cur = 1 - rc.cur
 			rc.off, rc.n = rc.aheadOff, int(min(int64(c.N), rc.aheadFinal-rc.aheadOff))
 			if rc.n > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/ephemeral"
+	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/faults"
 	"github.com/dio-storage/dio/internal/testenv"
 )
@@ -87,4 +88,30 @@ func TestTransientFaults(t *testing.T) {
 			assert.Positive(t, plan.Injected()["EINTR"])
 		})
 	}
+}
+
+// TestReadAheadFailure: an EIO on background reads does not fail the
+// reader, which reads in the foreground instead, and every blob reads back.
+func TestReadAheadFailure(t *testing.T) {
+	if testenv.RejectsDirect() {
+		t.Skip("the read-ahead failed here runs on the direct queue")
+	}
+	plan := faults.NewPlan(faults.Rule{Op: direct.OpRead, After: 1, Times: 2, Fault: direct.Fault{Err: syscall.EIO}})
+	f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: fallback.Direct, Faults: plan})
+	require.NoError(t, err)
+	defer f.Close()
+	var offs []int64
+	for i := range 100000 {
+		off, err := f.WriteBlob(bytes.Repeat([]byte{byte(i)}, 1+i%120))
+		require.NoError(t, err)
+		offs = append(offs, off)
+	}
+	require.NoError(t, f.Flush())
+	var got []byte
+	for i, off := range offs {
+		got, err = f.ReadBlob(off, got)
+		require.NoError(t, err, "blob %d", i)
+		require.True(t, bytes.Equal(bytes.Repeat([]byte{byte(i)}, 1+i%120), got), "blob %d", i)
+	}
+	assert.Equal(t, 2, plan.Injected()["EIO"], "the background reads failed")
 }
