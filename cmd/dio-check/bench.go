@@ -38,7 +38,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	value := fs.Int("value", 100, "bytes per value")
 	buffersFlag := fs.String("buffers", "8KiB,64KiB", "buffer sizes, comma-separated")
 	runs := fs.Int("runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
-	depth := fs.Int("depth", 0, "buffers per file: one filling, the rest in flight (0: the default)")
+	depth := fs.Int("depth", 0, "buffers per file, filled in ring order and written in merged groups (0: the default)")
 	withFio := fs.Bool("fio", true, "also run fio (io_uring, O_DIRECT, QD4, end fsync) as a reference row, if it is installed")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] [-depth 0] [-fio=true] DIR")
@@ -201,13 +201,16 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 	for _, buf := range buffers {
 		fmt.Fprintf(tw, "%s\t", sizeName(buf))
 		for _, wl := range []string{ingest.Seq, ingest.SeqNoDelta} {
-			base, _, _ := median(wl, buf, "std-fs")
+			base, _, okBase := median(wl, buf, "std-fs")
 			m, _, ok := median(wl, buf, "direct+io_uring")
-			cell := "-"
+			baseCell, cell := "-", "-"
+			if okBase {
+				baseCell = fmt.Sprintf("%.0f", base)
+			}
 			if ok {
 				cell = fmt.Sprintf("%.0f (%s)", m, ratio(m, base))
 			}
-			fmt.Fprintf(tw, "%.0f\t%s\t", base, cell)
+			fmt.Fprintf(tw, "%s\t%s\t", baseCell, cell)
 		}
 		fmt.Fprintln(tw)
 	}

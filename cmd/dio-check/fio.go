@@ -3,9 +3,14 @@
 package main
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,35 +18,45 @@ import (
 	"github.com/dio-storage/dio/internal/ingest"
 )
 
-// fioEngine names the reference row: fio writing the same bytes with
-// 64 KiB-style requests at queue depth 4 through io_uring and O_DIRECT,
-// then fsyncing, as the direct rows do.
+// fioEngine names the reference row: fio writing as many bytes with
+// requests of the buffer size at queue depth 4 through io_uring and
+// O_DIRECT, then fsyncing, as the direct rows do. dio merges neighbouring
+// buffers into larger requests; fio's requests are the buffer size, which
+// is the comparison the reference is for.
 const fioEngine = "fio io_uring QD4"
 
 // runFio writes size bytes to a new file in dir with fio in requests of
 // bs bytes and returns fio's write throughput in MiB/s, which counts the
 // final fsync (--end_fsync).
 func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, error) {
-	path, err := createTemp(dir, ".dio-check-fio-", tmp)
-	if err != nil {
+	// fio writes into a directory of ours: were it removed by a signal
+	// before fio opens its file, fio fails instead of creating one.
+	var b [8]byte
+	rand.Read(b[:])
+	work := filepath.Join(dir, ".dio-check-fio-"+hex.EncodeToString(b[:]))
+	if err := tmp.Create(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
+		tmp.forget(work)
 		return 0, err
 	}
-	defer tmp.remove(path)
+	defer tmp.remove(work)
 	if err := ingest.Settle(dir); err != nil {
 		return 0, err
 	}
-	cmd := exec.Command("fio", "--name=dio-check", "--filename="+path,
+	cmd := exec.Command("fio", "--name=dio-check", "--directory="+work, "--filename=data",
 		"--ioengine=io_uring", "--direct=1", "--rw=write", "--iodepth=4", "--end_fsync=1",
 		"--bs="+strconv.Itoa(bs), "--size="+strconv.FormatInt(size, 10), "--output-format=json")
-	// fio dies with us: an interrupted bench must not leave it writing.
+	// fio dies with us, whatever kills us.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return 0, fmt.Errorf("fio: %v: %s", err, strings.ReplaceAll(strings.TrimSpace(string(ee.Stderr)), "\n", "; "))
-		}
-		return 0, fmt.Errorf("fio: %w", err)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := tmp.start(cmd)
+	if err == nil {
+		err = tmp.wait(cmd)
 	}
+	if err != nil {
+		return 0, fmt.Errorf("fio: %v: %s", err, strings.ReplaceAll(strings.TrimSpace(stderr.String()), "\n", "; "))
+	}
+	out := stdout.Bytes()
 	var res struct {
 		Jobs []struct {
 			Error int `json:"error"`

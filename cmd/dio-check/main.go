@@ -17,13 +17,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // usageError is a bad command line or an unusable directory: exit 2.
@@ -64,53 +67,86 @@ func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	return runProbe(args, stdout, stderr, tmp)
 }
 
-// tempFiles tracks the files dio-check made, so that every exit path,
-// including a signal, removes them.
+// tempFiles tracks the files dio-check made and the programs it runs, so
+// that every exit path, including a signal, removes the files. Files are
+// created and removed under its lock, which a signal's cleanup takes and
+// keeps until the process exits: nothing is created after that cleanup.
 type tempFiles struct {
 	mu    sync.Mutex
 	paths map[string]struct{}
+	procs map[*os.Process]struct{}
 }
 
-func newTempFiles() *tempFiles { return &tempFiles{paths: map[string]struct{}{}} }
+func newTempFiles() *tempFiles {
+	return &tempFiles{paths: map[string]struct{}{}, procs: map[*os.Process]struct{}{}}
+}
 
-// Add registers path for removal; it implements ingest.Tracker.
-func (t *tempFiles) Add(path string) { t.add(path) }
+// Create tracks path and calls create, which makes it, under the lock; it
+// implements ingest.Tracker.
+func (t *tempFiles) Create(path string, create func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.paths[path] = struct{}{}
+	return create()
+}
 
 // Remove removes path and forgets it; it implements ingest.Tracker.
 func (t *tempFiles) Remove(path string) { t.remove(path) }
 
-// create creates path, which must not exist, and tracks it, under the lock
-// a signal's removal takes: no signal can come between the two.
+// create creates path, which must not exist, and tracks it.
 func (t *tempFiles) create(path string) (*os.File, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		t.paths[path] = struct{}{}
+	var f *os.File
+	err := t.Create(path, func() (err error) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		return err
+	})
+	if err != nil {
+		t.forget(path) // not ours to remove: it may have existed
 	}
 	return f, err
 }
 
-func (t *tempFiles) add(path string) {
+func (t *tempFiles) forget(path string) {
 	t.mu.Lock()
-	t.paths[path] = struct{}{}
+	delete(t.paths, path)
 	t.mu.Unlock()
 }
 
 func (t *tempFiles) remove(path string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	os.RemoveAll(path)
 	delete(t.paths, path)
-	t.mu.Unlock()
-	os.Remove(path)
 }
 
 func (t *tempFiles) removeAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for p := range t.paths {
-		os.Remove(p)
+		os.RemoveAll(p)
 		delete(t.paths, p)
 	}
+}
+
+// start starts cmd and tracks its process, under the lock, so that a
+// signal's cleanup kills it before it removes the files it may write.
+func (t *tempFiles) start(cmd *exec.Cmd) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	t.procs[cmd.Process] = struct{}{}
+	return nil
+}
+
+// wait waits for cmd, started with start, and forgets its process.
+func (t *tempFiles) wait(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	t.mu.Lock()
+	delete(t.procs, cmd.Process)
+	t.mu.Unlock()
+	return err
 }
 
 // removeOnSignal removes the files and exits with 128+signal, as a shell
@@ -119,12 +155,29 @@ func (t *tempFiles) removeOnSignal(sigs ...os.Signal) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, sigs...)
 	s := <-ch
-	// Hold the lock to the end, so that no file is created (through
-	// create) after the removal and before the exit.
+	// Hold the lock to the end, so that nothing is created or started
+	// after the cleanup and before the exit.
 	t.mu.Lock()
+	for p := range t.procs {
+		p.Kill()
+		waitDead(p.Pid)
+	}
 	for p := range t.paths {
-		os.Remove(p)
+		os.RemoveAll(p)
 	}
 	fmt.Fprintf(os.Stderr, "dio-check: %v: removed temporary files\n", s)
 	os.Exit(128 + int(s.(syscall.Signal)))
+}
+
+// waitDead waits up to a second for the process pid to be dead (a zombie
+// or gone), without reaping it: its waiter may be another goroutine.
+func waitDead(pid int) {
+	for range 100 {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state follows the command name in parentheses.
+		if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

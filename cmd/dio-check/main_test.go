@@ -224,3 +224,34 @@ func TestInterruptRemovesFiles(t *testing.T) {
 		requireEmpty(t, dir)
 	}
 }
+
+// TestInterruptDuringFio stops a bench with SIGINT while fio writes its
+// reference file: fio is killed and its directory removed.
+func TestInterruptDuringFio(t *testing.T) {
+	if !haveFio() || testenv.RejectsDirect() {
+		t.Skip("needs fio and O_DIRECT")
+	}
+	dir := testenv.Dir(t)
+	cmd := exec.Command(binary, "bench", "-size", "64MiB", "-buffers", "64KiB", "-runs", "100", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	seen := false
+	for deadline := time.Now().Add(60 * time.Second); !seen && time.Now().Before(deadline); {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			seen = seen || strings.HasPrefix(e.Name(), ".dio-check-fio-")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.True(t, seen, "the bench never ran fio")
+	time.Sleep(20 * time.Millisecond) // let fio start writing
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "%v", err)
+	assert.Equal(t, 128+int(syscall.SIGINT), ee.ExitCode(), stderr.String())
+	requireEmpty(t, dir)
+	out, _ := exec.Command("pgrep", "-f", "fio.*"+dir).Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "fio outlived the bench")
+}

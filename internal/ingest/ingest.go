@@ -63,7 +63,11 @@ type Config struct {
 
 // Tracker follows the named files of a run.
 type Tracker interface {
-	Add(path string)
+	// Create calls create, which makes the file at path, such that an
+	// interrupt removes the file whether it comes before, during or
+	// after the call.
+	Create(path string, create func() error) error
+	// Remove removes the file at path and forgets it.
 	Remove(path string)
 }
 
@@ -154,10 +158,17 @@ func (c Config) delta(eph *ephemeral.File) (string, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	path := filepath.Join(c.Dir, ".dio-ingest-"+hex.EncodeToString(b[:]))
-	if c.Files != nil {
-		c.Files.Add(path) // before it exists: an interrupt may come at any time
+	var w *blobio.Writer
+	create := func() (err error) {
+		w, err = blobio.Create(path, &blobio.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
+		return err
 	}
-	w, err := blobio.Create(path, &blobio.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
+	var err error
+	if c.Files != nil {
+		err = c.Files.Create(path, create)
+	} else {
+		err = create()
+	}
 	if err != nil {
 		c.remove(path)
 		return "", err
