@@ -205,23 +205,7 @@ func TestBenchTable(t *testing.T) {
 func TestInterruptRemovesFiles(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		dir := testenv.Dir(t)
-		cmd := exec.Command(binary, "bench", "-size", "16MiB", "-buffers", "8KiB", "-runs", "100", dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		seen := false
-		for deadline := time.Now().Add(30 * time.Second); !seen && time.Now().Before(deadline); {
-			ents, _ := os.ReadDir(dir)
-			seen = len(ents) > 0
-			time.Sleep(time.Millisecond)
-		}
-		require.True(t, seen, "the bench never created a named file")
-		require.NoError(t, cmd.Process.Signal(sig))
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		require.True(t, errors.As(err, &ee), "%v", err)
-		assert.Equal(t, 128+int(sig), ee.ExitCode(), stderr.String())
-		requireEmpty(t, dir)
+		interruptBench(t, dir, sig, "", 30*time.Second, 0, "-size", "16MiB", "-buffers", "8KiB", "-runs", "100")
 	}
 }
 
@@ -232,26 +216,36 @@ func TestInterruptDuringFio(t *testing.T) {
 		t.Skip("needs fio and O_DIRECT")
 	}
 	dir := testenv.Dir(t)
-	cmd := exec.Command(binary, "bench", "-size", "64MiB", "-buffers", "64KiB", "-runs", "100", dir)
+	// Wait 20 ms after the directory appears, to let fio start writing.
+	interruptBench(t, dir, syscall.SIGINT, ".dio-check-fio-", 60*time.Second, 20*time.Millisecond, "-size", "64MiB", "-buffers", "64KiB", "-runs", "100")
+	out, _ := exec.Command("pgrep", "-f", "fio.*"+dir).Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "fio outlived the bench")
+}
+
+// interruptBench runs dio-check bench with args on dir, sends sig once an
+// entry named with prefix appears there (within the time given) and after
+// settle more, and checks that the bench exits as killed by sig and leaves
+// dir empty.
+func interruptBench(t *testing.T, dir string, sig syscall.Signal, prefix string, within, settle time.Duration, args ...string) {
+	t.Helper()
+	cmd := exec.Command(binary, append(append([]string{"bench"}, args...), dir)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	seen := false
-	for deadline := time.Now().Add(60 * time.Second); !seen && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(within); !seen && time.Now().Before(deadline); {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			seen = seen || strings.HasPrefix(e.Name(), ".dio-check-fio-")
+			seen = seen || strings.HasPrefix(e.Name(), prefix)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	require.True(t, seen, "the bench never ran fio")
-	time.Sleep(20 * time.Millisecond) // let fio start writing
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.True(t, seen, "the bench never created a file named %q...", prefix)
+	time.Sleep(settle)
+	require.NoError(t, cmd.Process.Signal(sig))
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "%v", err)
-	assert.Equal(t, 128+int(syscall.SIGINT), ee.ExitCode(), stderr.String())
+	assert.Equal(t, 128+int(sig), ee.ExitCode(), stderr.String())
 	requireEmpty(t, dir)
-	out, _ := exec.Command("pgrep", "-f", "fio.*"+dir).Output()
-	assert.Empty(t, strings.TrimSpace(string(out)), "fio outlived the bench")
 }
