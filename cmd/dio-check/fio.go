@@ -4,13 +4,10 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,11 +28,8 @@ const fioEngine = "fio io_uring QD4"
 func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, error) {
 	// fio writes into a directory of ours: were it removed by a signal
 	// before fio opens its file, fio fails instead of creating one.
-	var b [8]byte
-	rand.Read(b[:])
-	work := filepath.Join(dir, ".dio-check-fio-"+hex.EncodeToString(b[:]))
-	if err := tmp.Create(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
-		tmp.forget(work)
+	work := tempName(dir, ".dio-check-fio-")
+	if err := tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
 		return 0, err
 	}
 	defer tmp.remove(work)

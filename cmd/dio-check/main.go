@@ -93,23 +93,16 @@ func (t *tempFiles) Create(path string, create func() error) error {
 // Remove removes path and forgets it; it implements ingest.Tracker.
 func (t *tempFiles) Remove(path string) { t.remove(path) }
 
-// create creates path, which must not exist, and tracks it.
-func (t *tempFiles) create(path string) (*os.File, error) {
-	var f *os.File
-	err := t.Create(path, func() (err error) {
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		return err
-	})
+// makeNew tracks path and calls mk, which makes it and fails if it exists.
+// A path mk failed to make is forgotten, not removed: it may not be ours.
+func (t *tempFiles) makeNew(path string, mk func() error) error {
+	err := t.Create(path, mk)
 	if err != nil {
-		t.forget(path) // not ours to remove: it may have existed
+		t.mu.Lock()
+		delete(t.paths, path)
+		t.mu.Unlock()
 	}
-	return f, err
-}
-
-func (t *tempFiles) forget(path string) {
-	t.mu.Lock()
-	delete(t.paths, path)
-	t.mu.Unlock()
+	return err
 }
 
 func (t *tempFiles) remove(path string) {

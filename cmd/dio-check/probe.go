@@ -110,15 +110,25 @@ func checkDir(dir string) error {
 // createTemp creates an empty file under a random name in dir, exclusively,
 // and registers it for removal.
 func createTemp(dir, prefix string, tmp *tempFiles) (string, error) {
-	var b [8]byte
-	rand.Read(b[:])
-	path := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
-	f, err := tmp.create(path)
+	path := tempName(dir, prefix)
+	err := tmp.makeNew(path, func() error {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	})
 	if err != nil {
 		return "", usageError{fmt.Sprintf("%s: cannot create a file: %v", dir, err)}
 	}
-	f.Close()
 	return path, nil
+}
+
+// tempName returns a random name in dir that starts with prefix.
+func tempName(dir, prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
 }
 
 func probe(dir string, tmp *tempFiles) (Probe, error) {
