@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 )
 
 // MaxBlobSize is the largest blob the format can store: 28 bits of length.
@@ -26,8 +27,12 @@ var (
 	ErrBlobTooLarge = errors.New("blobio: blob too large")
 	// ErrCorrupt reports bytes that are not a valid blob.
 	ErrCorrupt = errors.New("blobio: corrupt blob")
-	// ErrClosed reports use of a closed Writer or Reader.
-	ErrClosed = errors.New("blobio: closed")
+	// ErrClosed reports use of a closed Writer, Reader or Scanner. It
+	// matches fs.ErrClosed too, as os.File's errors do.
+	ErrClosed = fmt.Errorf("blobio: %w", fs.ErrClosed)
+	// ErrInvalidOptions reports Options that Create or Open refuse, before
+	// any file is created.
+	ErrInvalidOptions = errors.New("blobio: invalid options")
 )
 
 // Compression is how a blob's bytes are stored.

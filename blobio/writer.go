@@ -30,6 +30,12 @@ type Options struct {
 	// Faults injects I/O errors into the writer's engine, for tests (see
 	// package faults).
 	Faults direct.Injector
+
+	// Size, for Open only, makes the Reader read the file as if it were
+	// Size bytes long: the logical size a service recorded (from
+	// Writer.Synced) before a crash left an unspecified tail past it.
+	// 0 means the file's size.
+	Size int64
 }
 
 func (o *Options) withDefaults() Options {

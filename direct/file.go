@@ -105,6 +105,8 @@ type xfer struct {
 	align  Alignment // {1, 1} for a page-cache file
 	direct bool      // EINVAL on an aligned transfer means O_DIRECT was refused
 	faults Injector  // nil but in tests
+
+	writeFlags int // RWF_* flags for every write; 0 for plain pwrite
 }
 
 // maxRetries bounds the retries of a transfer that keeps failing with
@@ -130,7 +132,7 @@ func (x *xfer) once(op Op, p []byte, off int64) (int, error) {
 	if op == OpRead {
 		n, err = preadOnce(x.f, p, off)
 	} else {
-		n, err = pwriteOnce(x.f, p, off)
+		n, err = pwriteOnce(x.f, p, off, x.writeFlags)
 	}
 	if f.Short > 0 && n > f.Short {
 		n = f.Short

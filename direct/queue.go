@@ -115,6 +115,12 @@ type QueueOptions struct {
 	Engine    EngineKind // default EngineAuto
 	Alignment Alignment  // checked on every request; zero means none (a page-cache file)
 
+	// WriteFlags are RWF_* flags (pwritev2(2)) for every write: the
+	// pwrite engine calls pwritev2 with them, io_uring sets them as the
+	// SQE's rw_flags. fallback uses it for RWF_DONTCACHE. Linux only; 0
+	// means plain writes.
+	WriteFlags int
+
 	// Faults, when set, is consulted before every system call the
 	// engine makes for a request (after it, for io_uring): the seam for
 	// fault injection in tests of dio and of programs built on it. See
@@ -158,6 +164,7 @@ func newQueue(x xfer, o *QueueOptions) (Queue, error) {
 		opts = *o
 	}
 	x.faults = opts.Faults
+	x.writeFlags = opts.WriteFlags
 	if opts.Depth <= 0 {
 		opts.Depth = DefaultDepth
 	}

@@ -91,7 +91,14 @@ func preadOnce(f *os.File, p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func pwriteOnce(f *os.File, p []byte, off int64) (int, error) {
+func pwriteOnce(f *os.File, p []byte, off int64, flags int) (int, error) {
+	if flags != 0 {
+		n, err := unix.Pwritev2(int(f.Fd()), [][]byte{p}, off, flags)
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
 	n, err := unix.Pwrite(int(f.Fd()), p, off)
 	if err != nil {
 		return 0, err

@@ -48,7 +48,10 @@ func preadOnce(f *os.File, p []byte, off int64) (int, error) {
 	return n, unwrap(err)
 }
 
-func pwriteOnce(f *os.File, p []byte, off int64) (int, error) {
+func pwriteOnce(f *os.File, p []byte, off int64, flags int) (int, error) {
+	if flags != 0 {
+		return 0, errors.ErrUnsupported // RWF_* flags are Linux's
+	}
 	n, err := f.WriteAt(p, off)
 	return n, unwrap(err)
 }

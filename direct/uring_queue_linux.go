@@ -167,6 +167,9 @@ func (q *uringQueue) start(i uint32) error {
 				q.fixedOps++
 			}
 		}
+		if op.req.Op == OpWrite {
+			s.opFlags = uint32(q.x.writeFlags)
+		}
 		s.len = uint32(len(rest))
 		s.off = uint64(op.req.Off) + uint64(op.done)
 	case OpSync:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"sync"
 
@@ -14,8 +15,14 @@ import (
 	"github.com/dio-storage/dio/internal/appender"
 )
 
-// ErrClosed reports use of a closed File.
-var ErrClosed = errors.New("ephemeral: file closed")
+var (
+	// ErrClosed reports use of a closed File. It matches fs.ErrClosed too,
+	// as os.File's errors do.
+	ErrClosed = fmt.Errorf("ephemeral: %w", fs.ErrClosed)
+	// ErrInvalidOptions reports Options that Create refuses, before any
+	// file is created.
+	ErrInvalidOptions = errors.New("ephemeral: invalid options")
+)
 
 // Options configure Create. A nil *Options means defaults.
 type Options struct {
