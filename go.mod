@@ -1,14 +1,12 @@
 module github.com/dio-storage/dio
 
-go 1.26.8
+go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.4
+	github.com/ncw/directio v1.0.5
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sys v0.50.0
 )
 
-require (
-	github.com/klauspost/compress v1.20.4 // indirect
-	github.com/ncw/directio v1.0.5 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
-)
+require go.yaml.in/yaml/v3 v3.0.5 // indirect
