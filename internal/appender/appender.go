@@ -129,19 +129,30 @@ func WrapInvalid(err, sentinel error) error {
 	return err
 }
 
+// maxBuffers is the most buffers an Appender owns: IORING_MAX_ENTRIES
+// (include/uapi/linux/io_uring.h), as a ring cannot have more writes in
+// flight than its queue has entries.
+const maxBuffers = 32768
+
 // Validate checks what it can of o before a file exists: no negative
-// size or count, and a ring whose size fits in an int. New checks the
-// rest against the file (a Pool's buffers against its alignment). The
-// error matches ErrInvalid.
+// size or count, at most maxBuffers buffers, and a ring whose size fits
+// in an int. New checks the rest against the file (a Pool's buffers
+// against its alignment). The error matches ErrInvalid.
 func (o Options) Validate() error {
+	size := o.BufferSize
+	if size == 0 {
+		size = aligned.DefaultBlockSize
+	}
 	switch {
 	case o.BufferSize < 0:
 		return invalid("BufferSize is %d", o.BufferSize)
 	case o.Buffers < 0:
 		return invalid("Buffers is %d", o.Buffers)
+	case o.Buffers > maxBuffers:
+		return invalid("Buffers is %d, at most %d", o.Buffers, maxBuffers)
 	case o.MaxWrite < 0:
 		return invalid("MaxWrite is %d", o.MaxWrite)
-	case o.BufferSize > math.MaxInt/2/max(o.Buffers, DefaultBuffers):
+	case size > math.MaxInt/2/max(o.Buffers, DefaultBuffers):
 		// Half, for rounding the buffer size up to an alignment.
 		return invalid("%d buffers of %d bytes do not fit in memory", o.Buffers, o.BufferSize)
 	}

@@ -3,6 +3,7 @@ package appender
 import (
 	"errors"
 	"io"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,6 +22,8 @@ func TestValidate(t *testing.T) {
 		{Buffers: -1},
 		{MaxWrite: -1},
 		{Buffers: 1 << 40, BufferSize: 1 << 40},
+		{Buffers: 1 << 20},
+		{Buffers: 1 << 15, BufferSize: math.MaxInt / 1024},
 	} {
 		err := o.Validate()
 		require.ErrorIs(t, err, ErrInvalid, "%+v", o)
