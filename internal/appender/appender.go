@@ -16,15 +16,6 @@
 // per-request cost dominates: 128 MiB of direct writes at QD4 took 164 ms
 // in 64 KiB requests and 65 ms in 256 KiB ones.
 //
-// The unaligned tail is handled by padding, then truncating: Sync writes the
-// partial last buffer padded with zeros to the file's offset alignment (not
-// to the buffer size), keeps the tail in memory and rewrites that block on
-// the next flush, after moving it to the front of the buffer (RocksDB's
-// WritableFileWriter::WriteDirect "refit"); Close truncates the file to the
-// logical size. glommio's flush_padded pads the same way. Both keep every
-// write aligned, so the file never holds a gap and no write is read-modify-
-// write.
-//
 // Growing ahead, and what a crash leaves. With O_DIRECT the file is grown
 // ahead of the writes with fallocate (mode 0, steps of 1 to 64 MiB), so
 // that no write extends it: ext4 and xfs serialise extending direct
@@ -46,7 +37,16 @@
 //
 // The cost on ext4 is over the 5% the ingest may give up, so the file
 // grows ahead and the reader owns the zero tail. On a copy-on-write
-// filesystem (btrfs) nothing is grown ahead: see growsAhead.
+// filesystem (btrfs) nothing is grown ahead: see copyOnWrite.
+//
+// The unaligned tail is handled by padding, then truncating: Sync writes the
+// partial last buffer padded with zeros to the file's offset alignment (not
+// to the buffer size), keeps the tail in memory and rewrites that block on
+// the next flush, after moving it to the front of the buffer (RocksDB's
+// WritableFileWriter::WriteDirect "refit"); Close truncates the file to the
+// logical size. glommio's flush_padded pads the same way. Both keep every
+// write aligned, so the file never holds a gap and no write is read-modify-
+// write.
 //
 // An Appender is not safe for concurrent use; ephemeral.File adds the
 // locking its concurrent readers need.
@@ -56,8 +56,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"path/filepath"
 	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
@@ -102,62 +100,6 @@ const (
 	minGrowth = 1 << 20
 	maxGrowth = 64 << 20
 )
-
-// ErrInvalid is matched by the errors Validate and New return for Options
-// no file can take. The errors name no package: blobio and ephemeral
-// report them under their own sentinels through WrapInvalid.
-var ErrInvalid = errors.New("invalid options")
-
-// optionsError is an error matching ErrInvalid.
-type optionsError struct{ reason string }
-
-func (e *optionsError) Error() string        { return "invalid options: " + e.reason }
-func (e *optionsError) Is(target error) bool { return target == ErrInvalid }
-
-func invalid(format string, args ...any) error {
-	return &optionsError{reason: fmt.Sprintf(format, args...)}
-}
-
-// WrapInvalid rewords an error matching ErrInvalid under the caller's
-// sentinel, "blobio: invalid options: Buffers is -1", so that it matches
-// sentinel and no longer ErrInvalid; any other error is returned as it is.
-func WrapInvalid(err, sentinel error) error {
-	var oe *optionsError
-	if errors.As(err, &oe) {
-		return fmt.Errorf("%w: %s", sentinel, oe.reason)
-	}
-	return err
-}
-
-// maxBuffers is the most buffers an Appender owns: IORING_MAX_ENTRIES
-// (include/uapi/linux/io_uring.h), as a ring cannot have more writes in
-// flight than its queue has entries.
-const maxBuffers = 32768
-
-// Validate checks what it can of o before a file exists: no negative
-// size or count, at most maxBuffers buffers, and a ring whose size fits
-// in an int. New checks the rest against the file (a Pool's buffers
-// against its alignment). The error matches ErrInvalid.
-func (o Options) Validate() error {
-	size := o.BufferSize
-	if size == 0 {
-		size = aligned.DefaultBlockSize
-	}
-	switch {
-	case o.BufferSize < 0:
-		return invalid("BufferSize is %d", o.BufferSize)
-	case o.Buffers < 0:
-		return invalid("Buffers is %d", o.Buffers)
-	case o.Buffers > maxBuffers:
-		return invalid("Buffers is %d, at most %d", o.Buffers, maxBuffers)
-	case o.MaxWrite < 0:
-		return invalid("MaxWrite is %d", o.MaxWrite)
-	case size > math.MaxInt/2/max(o.Buffers, DefaultBuffers):
-		// Half, for rounding the buffer size up to an alignment.
-		return invalid("%d buffers of %d bytes do not fit in memory", o.Buffers, o.BufferSize)
-	}
-	return nil
-}
 
 // slotState is where a buffer is in its cycle.
 type slotState uint8
@@ -224,6 +166,10 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	if o.BufferSize%a.Block() != 0 {
 		return nil, invalid("buffer size %d is not a multiple of the file's alignment %v", o.BufferSize, a)
 	}
+	if o.Pool != nil && o.Pool.Align()%a.Memory != 0 {
+		return nil, invalid("a pool of %d-byte buffers aligned to %d does not fit a file of alignment %v",
+			o.Pool.BufferSize(), o.Pool.Align(), a)
+	}
 	if o.MaxWrite <= 0 {
 		o.MaxWrite = DefaultMaxWrite
 	}
@@ -243,10 +189,10 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	}
 	merge = max(1, min(merge, o.Buffers/2))
 	if o.Pool != nil && (o.Pool.BufferSize() != o.BufferSize || o.Pool.Align()%a.Memory != 0) {
-		return nil, invalid("a pool of %d-byte buffers aligned to %d does not fit a file of alignment %v",
-			o.Pool.BufferSize(), o.Pool.Align(), a)
+		return nil, fmt.Errorf("appender: pool of %d-byte buffers aligned to %d does not fit %d-byte buffers for alignment %v",
+			o.Pool.BufferSize(), o.Pool.Align(), o.BufferSize, a)
 	}
-	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: growsAhead(f), noSync: o.NoSync, merge: merge}
+	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, merge: merge}
 	// Writes in flight: one per group of the ring, more only when
 	// flushes cut runs short (Submit then waits for a slot); one more
 	// for a reader's read-ahead on the same queue.
@@ -283,6 +229,7 @@ func New(f fallback.File, o Options) (*Appender, error) {
 		}
 	}
 	ap.slots[0].state = filling
+	ap.grow = ap.grow && !copyOnWrite(f)
 	return ap, nil
 }
 
@@ -420,33 +367,6 @@ func (a *Appender) submit(i, j int) error {
 	a.inflight++
 	a.fileSize = max(a.fileSize, off+int64(padded))
 	return nil
-}
-
-// growsAhead reports whether f should be grown ahead of its writes: only
-// with O_DIRECT (through the page cache writes do not serialise), and not
-// on a copy-on-write filesystem. There a write never lands in the space
-// reserved for it, and btrfs keeps a whole extent while any part of it is
-// referenced: measured on a 1 GiB btrfs, 16 MiB of 4000-byte blobs with a
-// Sync every 10 took 1,820 MiB, each Sync cutting a 1 MiB extent down to
-// the 20-40 KiB it held, and a 64 MiB btrfs ran out of space after 5.5-8.2
-// MB of writes. Without growing ahead the same file takes about its size.
-func growsAhead(f fallback.File) bool {
-	if !f.Mode().Direct {
-		return false
-	}
-	name := f.Name()
-	fs, err := direct.Filesystem(name)
-	if err != nil {
-		// An unlinked temporary file: its directory says.
-		fs, err = direct.Filesystem(filepath.Dir(name))
-	}
-	switch {
-	case err != nil:
-		return true
-	case fs == "btrfs", fs == "bcachefs", fs == "zfs":
-		return false
-	}
-	return true
 }
 
 // growTo makes the file at least end bytes long, in steps that grow with
