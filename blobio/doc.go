@@ -2,14 +2,39 @@
 // format of Neon's pageserver (blob_io.rs), through aligned buffers and
 // O_DIRECT where the filesystem allows it.
 //
-// Each blob is a header and its bytes. An uncompressed blob shorter than 128
+// Each blob is a header and its bytes. An uncompressed blob of 1 to 127
 // bytes has a 1-byte header holding its length (high bit clear). Any other
-// blob has a 4-byte big-endian header: bit 31 set, bits 28-30 the
-// compression (0x8_ in the first byte for none, 0x9_ for zstd), bits 0-27
-// the stored length. A blob is addressed by the offset of its header.
+// blob, the empty one included, has a 4-byte big-endian header: bit 31
+// set, bits 28-30 the compression (0x8_ in the first byte for none, 0x9_
+// for zstd), bits 0-27 the stored length. A blob is addressed by the
+// offset of its header. (Neon writes an empty blob with the 1-byte header
+// 0x00 and reads either; dio never writes a 0x00 header, see below.)
 //
 // A Writer fills one buffer while the previous ones are written, so the
 // caller waits for the device only when every buffer is in flight. A Reader
 // reads single blobs with aligned reads; a Scanner walks every blob in order
 // with a read-ahead buffer in flight.
+//
+// # Crashes
+//
+// Writer.Synced is the logical size made durable by the last successful
+// Sync or Close. After a crash (the process killed, the power cut) the
+// file holds those bytes intact, then an unspecified tail: blobs written
+// after the last Sync, whole or torn, and zeros. The tail is there because
+// with O_DIRECT the Writer grows the file ahead of its writes (a write
+// that extends a file is serialised by ext4 and xfs) and only a
+// successful Sync or Close cuts it back; a Close that fails cuts the file
+// back to Synced itself.
+//
+// To recover, a service that recorded Synced (Neon keeps the size in its
+// index) opens the file with Options.Size set to it: the Reader reads the
+// file as if it were that long, and a Scanner returns exactly the synced
+// blobs. Without Options.Size a Scanner takes a 0x00 byte where a header
+// is due as the end of the written data, which no Writer of this package
+// ever puts there, so zeros grown ahead or padded are never read back as
+// blobs and the scan finishes at the end of the data; a blob torn by the
+// crash may still come back with zeros in it, so a service that must not
+// see one records its sizes. A Writer is the only writer of its file:
+// Create fails if the file exists, and fsyncs the directory, so that a
+// new file whose Sync returned nil survives a power cut.
 package blobio

@@ -56,18 +56,26 @@ func (c Compression) String() string {
 
 // HeaderSize returns the size of the header for a blob of n stored bytes.
 func HeaderSize(n int, c Compression) int {
-	if n <= shortMax && c == None {
+	if shortHeader(n, c) {
 		return 1
 	}
 	return longHeaderSize
 }
 
-// AppendHeader appends the header of a blob of n stored bytes to dst.
+// shortHeader reports whether a blob of n stored bytes gets a 1-byte
+// header. An empty blob does not: its 1-byte header would be 0x00, the
+// byte that zero-filled preallocation and padding hold, so the writer
+// gives it a 4-byte one (0x80 0 0 0, which Neon's reader decodes too) and
+// a 0x00 where a header is due is never a header dio wrote.
+func shortHeader(n int, c Compression) bool { return n > 0 && n <= shortMax && c == None }
+
+// AppendHeader appends the header of a blob of n stored bytes to dst: one
+// byte for an uncompressed blob of 1 to 127 bytes, else four.
 func AppendHeader(dst []byte, n int, c Compression) ([]byte, error) {
 	if n < 0 || n > MaxBlobSize {
 		return dst, fmt.Errorf("%w: %d bytes, at most %d", ErrBlobTooLarge, n, MaxBlobSize)
 	}
-	if n <= shortMax && c == None {
+	if shortHeader(n, c) {
 		return append(dst, byte(n)), nil
 	}
 	first := byte(byteUncompressed)

@@ -16,7 +16,7 @@ func TestHeaderBytes(t *testing.T) {
 		c    Compression
 		want []byte
 	}{
-		{0, None, []byte{0x00}},
+		{0, None, []byte{0x80, 0, 0, 0}}, // never 0x00: see shortHeader
 		{1, None, []byte{0x01}},
 		{127, None, []byte{0x7f}},
 		{128, None, []byte{0x80, 0, 0, 0x80}},
@@ -71,7 +71,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 		require.Equal(t, len(h), size)
 		require.Equal(t, n, got)
 		require.Equal(t, c, comp)
-		require.Equal(t, n < 128 && c == None, size == 1)
+		require.Equal(t, n > 0 && n < 128 && c == None, size == 1)
 	}
 }
 

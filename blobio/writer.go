@@ -3,6 +3,7 @@ package blobio
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -61,35 +62,59 @@ type Writer struct {
 }
 
 // Create creates the file at path (failing if it exists) and returns a
-// Writer that appends blobs to it.
+// Writer that appends blobs to it. It fsyncs the directory, so that the
+// file outlives a power cut once a Sync has returned. Options it refuses
+// give an error matching ErrInvalidOptions; a Create that fails leaves no
+// file.
 func Create(path string, o *Options) (*Writer, error) {
+	return create(path, o, syncDir)
+}
+
+// create is Create with the directory's fsync as a parameter, for a test
+// to count.
+func create(path string, o *Options, dirSync func(dir string) error) (*Writer, error) {
 	var opts Options
 	if o != nil {
 		opts = *o
 	}
-	if opts.Compression != None && opts.Compression != Zstd {
-		return nil, fmt.Errorf("blobio: unknown compression %v", opts.Compression)
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults}
+	if err := validate(opts, ao); err != nil {
+		return nil, err
 	}
 	f, err := fallback.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts.IO)
 	if err != nil {
 		return nil, err
 	}
-	ap, err := appender.New(f, appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults})
+	ap, err := appender.New(f, ao)
 	if err != nil {
 		f.Close()
 		os.Remove(path)
-		return nil, err
+		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
 	w := &Writer{ap: ap, mode: f.Mode(), comp: opts.Compression}
 	if w.comp == Zstd {
 		w.enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			ap.Close()
-			os.Remove(path)
-			return nil, err
-		}
+	}
+	if err == nil {
+		err = dirSync(filepath.Dir(path))
+	}
+	if err != nil {
+		ap.Discard()
+		os.Remove(path)
+		return nil, err
 	}
 	return w, nil
+}
+
+// validate refuses Options before any file is created.
+func validate(o Options, ao appender.Options) error {
+	switch {
+	case o.Compression != None && o.Compression != Zstd:
+		return fmt.Errorf("%w: unknown compression %v", ErrInvalidOptions, o.Compression)
+	case o.IO < fallback.Auto || o.IO > fallback.DirectPwrite:
+		return fmt.Errorf("%w: unknown I/O policy %v", ErrInvalidOptions, o.IO)
+	}
+	return appender.WrapInvalid(ao.Validate(), ErrInvalidOptions)
 }
 
 // Mode reports the I/O path the writer uses.
@@ -98,15 +123,26 @@ func (w *Writer) Mode() fallback.Mode { return w.mode }
 // Size returns the logical size of the file: the offset of the next blob.
 func (w *Writer) Size() int64 { return w.ap.Size() }
 
+// Synced returns the logical size made durable by the last successful
+// Sync or Close: after a crash the file holds these bytes intact, then an
+// unspecified tail. A service records it (in its index, as Neon does) to
+// reopen the file with Options.Size. A Close with NoSync makes nothing
+// durable and leaves it as it was. Synced is still valid after Close.
+func (w *Writer) Synced() int64 { return w.ap.Synced() }
+
 // WriteBlob appends p as one blob and returns its offset. A blob over
-// MaxBlobSize fails with ErrBlobTooLarge and leaves the writer usable; an
-// I/O error is returned by every later call.
+// MaxBlobSize fails with ErrBlobTooLarge and leaves the writer usable
+// (also with Zstd, whatever it would compress to, so that no blob decodes
+// to more than MaxBlobSize); an I/O error is returned by every later call.
 func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 	if w.closed {
 		return 0, ErrClosed
 	}
 	if err := w.ap.Err(); err != nil {
 		return 0, err
+	}
+	if len(p) > MaxBlobSize {
+		return 0, fmt.Errorf("%w: %d bytes, at most %d", ErrBlobTooLarge, len(p), MaxBlobSize)
 	}
 	data, c := p, None
 	if w.comp == Zstd && len(p) >= minCompressedSize {
@@ -124,7 +160,7 @@ func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 
 // Sync makes every blob written so far durable: it writes the buffered
 // tail padded to the file's alignment, cuts the file back to its logical
-// size and fdatasyncs.
+// size and fdatasyncs. When it returns nil, Synced is Size.
 func (w *Writer) Sync() error {
 	if w.closed {
 		return ErrClosed
@@ -135,6 +171,8 @@ func (w *Writer) Sync() error {
 // Close flushes, pads and writes the last block, truncates the file to its
 // logical size, fdatasyncs (unless Options.NoSync) and closes it, so that
 // both the data and the size are durable when it returns without error.
+// A Close that fails leaves the file cut back to Synced. Every method
+// called after Close returns ErrClosed.
 func (w *Writer) Close() error {
 	if w.closed {
 		return ErrClosed

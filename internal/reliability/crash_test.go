@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,32 +19,48 @@ import (
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-// crashBlob is blob i of the crash test: its size and bytes follow from i,
-// so the parent knows every offset without being told.
+// crashBlob is blob i of the crash tests: its size and bytes follow from
+// i, so the parent knows every blob the child wrote without being told.
+// Every seventh is empty, so that the 4-byte header of an empty blob is on
+// the disk when the writer dies.
 func crashBlob(i int) []byte {
-	v := make([]byte, (i*37)%900)
+	if i%7 == 3 {
+		return nil
+	}
+	n := (i * 37) % 900
+	if i%50 == 49 {
+		n = 20_000 + i%3000 // longer than a buffer
+	}
+	v := make([]byte, n)
 	for j := range v {
-		v[j] = byte(i + j*3)
+		v[j] = byte(i + j*3 + 1)
 	}
 	return v
 }
 
-// crashIterations is how often the child is killed per filesystem.
-const crashIterations = 12
+// defaultKills is how often TestCrash kills the child per filesystem;
+// DIO_CRASH_KILLS overrides it for a long run by hand.
+const defaultKills = 6
 
 // TestCrash runs a writer in a child process that syncs at known points and
-// kills it with SIGKILL at a random moment: every blob acknowledged before
-// the last completed Sync must read back byte for byte. (A process crash,
-// not a power cut: what a kill cannot lose from the page cache, a power cut
-// could; the direct path writes past the page cache either way.)
+// kills it with SIGKILL at a random moment. The file is then scanned twice,
+// unbounded and bounded by the child's last Synced: every blob acknowledged
+// by a Sync reads back byte for byte, and nothing the writer was not given
+// comes back (a phantom: an empty blob read out of the zeros the writer
+// grew the file by). The bounded scan returns exactly the synced blobs.
+// (A process crash, not a power cut: see TestPowerCut for that.)
 func TestCrash(t *testing.T) {
 	if testenv.Child() == "crash-writer" {
 		crashWriter(t)
 		return
 	}
+	kills := defaultKills
+	if n, err := strconv.Atoi(os.Getenv("DIO_CRASH_KILLS")); err == nil && n > 0 {
+		kills = n
+	}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	var blobsChecked, bytesChecked int
-	for it := range crashIterations {
+	var total crashTally
+	for it := range kills {
 		dir := testenv.Dir(t)
 		path := filepath.Join(dir, "crash.blob")
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$", "-test.count=1")
@@ -53,14 +68,14 @@ func TestCrash(t *testing.T) {
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		acked := make(chan int, 1000)
+		acked := make(chan [2]int64, 1000)
 		go func() {
 			defer close(acked)
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
-				if n, ok := strings.CutPrefix(sc.Text(), "synced "); ok {
-					k, _ := strconv.Atoi(n)
-					acked <- k
+				var n, size int64
+				if _, err := fmt.Sscanf(sc.Text(), "synced %d %d", &n, &size); err == nil {
+					acked <- [2]int64{n, size}
 				}
 			}
 		}()
@@ -75,25 +90,84 @@ func TestCrash(t *testing.T) {
 		}
 		_ = cmd.Wait()
 
-		rd, err := blobio.Open(path, nil)
+		st, err := os.Stat(path)
 		require.NoError(t, err)
-		var off int64
-		for i := range last {
-			want := crashBlob(i)
-			got, err := rd.ReadBlob(off, nil)
-			require.NoError(t, err, "iteration %d: blob %d of %d synced, at %d", it, i, last, off)
-			require.True(t, bytes.Equal(want, got), "iteration %d: synced blob %d at %d differs", it, i, off)
-			off += int64(blobio.HeaderSize(len(want), blobio.None) + len(want))
-			bytesChecked += len(want)
-		}
-		blobsChecked += last
-		rd.Close()
+		name := fmt.Sprintf("kill %d (%d blobs, %d bytes synced, file %d bytes)", it, last[0], last[1], st.Size())
+		unbounded := scanCrashed(t, path, nil, int(last[0]), name+", unbounded")
+		bounded := scanCrashed(t, path, &blobio.Options{Size: last[1]}, int(last[0]), name+", bounded")
+		require.Equal(t, int(last[0]), bounded.blobs, "%s: the bounded scan returns exactly the synced blobs", name)
+		require.NoError(t, bounded.err, "%s: the bounded scan ends cleanly", name)
+		total.add(unbounded)
+		total.kills++
+		total.synced += int(last[0])
+		total.tail += st.Size() - last[1]
 	}
-	t.Logf("%s: %d kills, %d synced blobs (%d bytes) verified, 0 lost", testenv.FS(), crashIterations, blobsChecked, bytesChecked)
+	t.Logf("%s: %d kills, %d synced blobs verified; unbounded scans: %d blobs, %d unsynced blobs read back intact, %d phantom records, %d torn, %d bytes of file past the synced size",
+		testenv.FS(), total.kills, total.synced, total.blobs, total.unsynced, total.phantoms, total.torn, total.tail)
+	require.Zero(t, total.phantoms, "phantom records: empty blobs the writer never wrote")
+}
+
+// crashTally is what a scan of a crashed file found.
+type crashTally struct {
+	kills, synced int
+	blobs         int   // records the Scanner returned
+	unsynced      int   // records past the last Sync, still what the writer wrote
+	phantoms      int   // empty records the writer never wrote
+	torn          int   // records that are not what the writer wrote at their place
+	tail          int64 // file bytes past the synced size
+	err           error // the Scanner's
+}
+
+func (c *crashTally) add(d crashTally) {
+	c.blobs += d.blobs
+	c.unsynced += d.unsynced
+	c.phantoms += d.phantoms
+	c.torn += d.torn
+}
+
+// maxPhantoms stops a scan that reads zeros as blobs: the old writer's
+// files gave millions.
+const maxPhantoms = 100_000
+
+// scanCrashed scans the file left by a killed crashWriter that had synced
+// blobs [0, synced), checks those, and counts what follows them.
+func scanCrashed(t *testing.T, path string, o *blobio.Options, synced int, name string) crashTally {
+	t.Helper()
+	rd, err := blobio.Open(path, o)
+	require.NoError(t, err, name)
+	defer rd.Close()
+	var c crashTally
+	s := blobio.NewScanner(rd)
+	var off int64
+	start := time.Now()
+	for s.Scan() && c.phantoms < maxPhantoms {
+		i := c.blobs
+		c.blobs++
+		want, got := crashBlob(i), s.Bytes()
+		if i < synced {
+			require.Equal(t, off, s.Offset(), "%s: synced blob %d", name, i)
+			require.True(t, bytes.Equal(want, got), "%s: synced blob %d at %d differs", name, i, off)
+			off += int64(blobio.HeaderSize(len(want), blobio.None) + len(want))
+			continue
+		}
+		switch {
+		case c.torn == 0 && c.phantoms == 0 && s.Offset() == off && bytes.Equal(want, got):
+			c.unsynced++
+			off += int64(blobio.HeaderSize(len(want), blobio.None) + len(want))
+		case len(got) == 0:
+			c.phantoms++
+		default:
+			c.torn++
+		}
+	}
+	c.err = s.Err()
+	require.GreaterOrEqual(t, c.blobs, synced, "%s: %d of %d synced blobs scanned (%v)", name, c.blobs, synced, c.err)
+	require.Less(t, time.Since(start), 10*time.Second, "%s: the scan takes too long", name)
+	return c
 }
 
 // crashWriter is the child: it writes blobs forever, syncing every few and
-// reporting each completed Sync on stdout.
+// reporting each completed Sync on stdout with the blob count and Synced.
 func crashWriter(t *testing.T) {
 	w, err := blobio.Create(os.Getenv("DIO_CRASH_PATH"), &blobio.Options{BufferSize: 16 << 10, Buffers: 3})
 	require.NoError(t, err)
@@ -102,7 +176,7 @@ func crashWriter(t *testing.T) {
 		require.NoError(t, err)
 		if i%25 == 24 {
 			require.NoError(t, w.Sync())
-			fmt.Printf("synced %d\n", i+1)
+			fmt.Printf("synced %d %d\n", i+1, w.Synced())
 		}
 	}
 }

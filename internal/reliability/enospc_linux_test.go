@@ -21,10 +21,31 @@ import (
 // mountpoint; everything is undone when t ends.
 func smallDisk(t *testing.T) string {
 	t.Helper()
+	return loopDisk(t, "ext4", 24<<20)
+}
+
+// loopDisk makes a filesystem of type fstype (ext4, xfs or btrfs) and size
+// bytes on a loop device, mounts it and returns its mountpoint and
+// device; everything is undone when t ends. It skips t without root or
+// the tools.
+func loopDisk(t *testing.T, fstype string, size int64) string {
+	t.Helper()
+	mnt, _ := loopDev(t, fstype, size)
+	return mnt
+}
+
+func loopDev(t *testing.T, fstype string, size int64) (mnt, dev string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small disk needs root")
 	}
-	for _, tool := range []string{"losetup", "mkfs.ext4"} {
+	mkfs := map[string][]string{
+		"ext4":  {"mkfs.ext4", "-q", "-F"},
+		"xfs":   {"mkfs.xfs", "-q", "-f"},
+		"btrfs": {"mkfs.btrfs", "-q", "-f"},
+	}[fstype]
+	require.NotNil(t, mkfs, "no mkfs for %s", fstype)
+	for _, tool := range []string{"losetup", mkfs[0]} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not found", tool)
 		}
@@ -32,21 +53,21 @@ func smallDisk(t *testing.T) string {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "disk.img")
 	require.NoError(t, os.WriteFile(img, nil, 0o600))
-	require.NoError(t, os.Truncate(img, 24<<20))
+	require.NoError(t, os.Truncate(img, size))
 	out, err := exec.Command("losetup", "--find", "--show", img).Output()
 	if err != nil {
 		t.Skipf("losetup: %v", err)
 	}
-	dev := string(bytes.TrimSpace(out))
+	dev = string(bytes.TrimSpace(out))
 	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	if out, err := exec.Command(mkfs[0], append(mkfs[1:], dev)...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", mkfs[0], err, out)
 	}
-	mnt := filepath.Join(dir, "mnt")
+	mnt = filepath.Join(dir, "mnt")
 	require.NoError(t, os.Mkdir(mnt, 0o755))
-	require.NoError(t, unix.Mount(dev, mnt, "ext4", 0, ""))
+	require.NoError(t, unix.Mount(dev, mnt, fstype, 0, ""))
 	t.Cleanup(func() { unix.Unmount(mnt, 0) })
-	return mnt
+	return mnt, dev
 }
 
 // TestDiskFull fills a real small disk through a blob writer: the error is
