@@ -27,7 +27,7 @@ const maxRings = 4
 // capacity: the requests of all of them are in flight together on a
 // bounded number of rings, and none is lost.
 func TestURingSharedRings(t *testing.T) {
-	_, _ = uringFile(t, 1) // skips without io_uring
+	_, _ = uringFile(t, 1)                       // skips without io_uring
 	const files, queuesPerFile, depth = 16, 5, 4 // 320 requests: more than a ring's 256 slots
 	before := direct.RingsCreated()
 	dir := testenv.Dir(t)
