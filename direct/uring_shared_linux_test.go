@@ -96,8 +96,8 @@ func TestURingSharedRings(t *testing.T) {
 // ring.
 func TestURingBrokenRingDeliversTokens(t *testing.T) {
 	f, q := uringFile(t, 8)
-	n := f.Alignment().Block()
-	blk := alignedBlocks(t, f, 8, 1)
+	n := 1 << 20 // long enough to be in the kernel still when the ring breaks
+	blk := alignedBlocks(t, f, 8*n/f.Alignment().Block(), 1)
 	stop := watchdog("broken ring")
 	defer stop()
 	dones := [2]chan direct.Completion{make(chan direct.Completion, 4), make(chan direct.Completion, 4)}
@@ -106,6 +106,7 @@ func TestURingBrokenRingDeliversTokens(t *testing.T) {
 	}
 	broken := errors.New("injected: ring broken")
 	direct.BreakRing(q, broken)
+	start := time.Now()
 	seen := map[uint64]bool{}
 	for i := range 8 {
 		c := q.Await(dones[i%2])
@@ -116,6 +117,9 @@ func TestURingBrokenRingDeliversTokens(t *testing.T) {
 		seen[c.Token] = true
 	}
 	assert.Len(t, seen, 8)
+	// The drain waits for each request's CQE, at most 10 s: these writes
+	// take microseconds, so a drain that long saw no CQE after the break.
+	assert.Less(t, time.Since(start), 5*time.Second, "the drain waited out its limit instead of seeing the kernel finish")
 	err := q.Submit(direct.Request{Op: direct.OpWrite, Buf: blk[:n], Done: dones[0]})
 	require.ErrorIs(t, err, broken)
 	assert.ErrorIs(t, q.Await(dones[0]).Err, broken, "Await with nothing outstanding on a broken ring")
