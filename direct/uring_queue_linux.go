@@ -23,8 +23,19 @@ type uringQueue struct {
 	depth int
 
 	// Guarded by u.mu.
-	pending int  // requests accepted and not yet delivered to their Done channel
-	closed  bool // Close was called
+	pending   int           // requests accepted and not yet delivered to their Done channel
+	closed    bool          // Close was called
+	drained   chan struct{} // closed once nothing is pending and nothing more will be: closed, or the ring broke
+	isDrained bool
+}
+
+// checkDrained closes drained when nothing is pending and nothing will
+// be, with u.mu held.
+func (q *uringQueue) checkDrained() {
+	if !q.isDrained && q.pending == 0 && (q.closed || q.u.err != nil) {
+		q.isDrained = true
+		close(q.drained)
+	}
 }
 
 func newURingQueue(x xfer, depth int) (Queue, error) {
@@ -32,7 +43,7 @@ func newURingQueue(x xfer, depth int) (Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &uringQueue{u: u, x: x, depth: depth}, nil
+	return &uringQueue{u: u, x: x, depth: depth, drained: make(chan struct{})}, nil
 }
 
 // URingError reports why EngineAuto would not use io_uring (setup refused
@@ -95,6 +106,46 @@ func (q *uringQueue) Submit(r Request) error {
 // can ever arrive, does Await return a Completion of no request: Op 0 and
 // Err ErrQueueClosed (or the ring's error).
 func (q *uringQueue) Await(done <-chan Completion) Completion {
+	u := q.u
+	broken := u.broken
+	for {
+		select {
+		case c := <-done:
+			return c
+		default:
+		}
+		select {
+		case c := <-done:
+			return c
+		case <-u.seat:
+			select {
+			case c := <-done:
+				// Both were ready: hand the seat on rather than wait
+				// in the kernel with the Completion in hand.
+				u.mu.Lock()
+				u.leave()
+				u.mu.Unlock()
+				return c
+			default:
+			}
+			u.reap()
+		case <-q.drained:
+			return q.last(done)
+		case <-broken:
+			u.mu.Lock()
+			idle := q.pending == 0
+			u.mu.Unlock()
+			if idle {
+				return q.last(done)
+			}
+			broken = nil // drained closes when the last is delivered
+		}
+	}
+}
+
+// last is Await's answer once nothing more can come for the queue: what
+// done still holds, else a Completion of no request.
+func (q *uringQueue) last(done <-chan Completion) Completion {
 	select {
 	case c := <-done:
 		return c
@@ -103,22 +154,10 @@ func (q *uringQueue) Await(done <-chan Completion) Completion {
 	u := q.u
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for {
-		select {
-		case c := <-done:
-			return c
-		default:
-		}
-		if q.pending == 0 {
-			switch {
-			case q.closed:
-				return Completion{Err: ErrQueueClosed}
-			case u.err != nil:
-				return Completion{Err: u.err}
-			}
-		}
-		u.step()
+	if q.closed {
+		return Completion{Err: ErrQueueClosed}
 	}
+	return Completion{Err: u.err}
 }
 
 // Close marks the queue closed, so that later Submits fail, then reaps
@@ -132,7 +171,7 @@ func (q *uringQueue) Close() error {
 		return nil
 	}
 	q.closed = true
-	u.wake.Broadcast() // Awaits with nothing outstanding return
+	q.checkDrained() // Awaits with nothing outstanding return
 	for q.pending > 0 {
 		u.step()
 	}

@@ -128,27 +128,32 @@ func (s *ringSet) retire(u *uring) {
 // queues over any number of files.
 //
 // Concurrency model. One mutex, mu, guards the SQ (push, submit,
-// withdraw), the table of requests (ops, free), the counts, every queue's
-// state on this ring (uringQueue.pending, closed) and the reaper's seat.
-// There is no reaper goroutine: a goroutine that must wait (in Await, in
-// Submit for room, in Close for its requests) takes the seat when it is
-// empty and the kernel holds requests, drops mu, blocks in
-// io_uring_enter(GETEVENTS) and delivers every CQE it finds, to whichever
-// queue's request it belongs; the others sleep on wake until the reaper
-// leaves or something they wait for happens. So a completion usually
-// wakes the very thread that waits for it, as with liburing's own loop,
-// and nothing runs while nobody waits. Only the reaper touches the CQ, so
-// the CQ needs no lock. A Completion is sent to its Done channel without
-// mu held, then the queue's count drops and wake is broadcast.
+// withdraw), the table of requests (ops, free), the counts, and every
+// queue's state on this ring (uringQueue.pending, closed). There is no
+// reaper goroutine: a goroutine that must wait (in Await, in Submit for
+// room, in Close for its requests) takes the reaper's seat when it is
+// free, drops mu, blocks in io_uring_enter(GETEVENTS) and delivers every
+// CQE it finds, to whichever queue's request it belongs, then gives the
+// seat up. Only the seat's holder touches the CQ, so the CQ needs no lock.
+// So a completion usually wakes the very thread that waits for it, as
+// with liburing's own loop, and nothing runs while nobody waits.
 //
-// Why waits end: a waiter sleeps only while someone else reaps, or while
-// the kernel holds nothing of this ring (inKernel == 0), in which case
-// whatever it waits for comes from a delayed fault's timer, a Close or a
-// submission, and each of those broadcasts wake. A reaper blocks in the
-// kernel only while inKernel > 0, so a CQE is due. The counts are taken
-// under mu when a request is accepted, so a refused Submit leaves none
-// behind. A timer that delivers while a reaper blocks posts a NOP to wake
-// it.
+// The seat is a token in the channel seat: it is there exactly when no
+// one reaps and the kernel holds requests (inKernel > 0); with nothing in
+// the kernel it is parked, and the submission that puts something there
+// brings it back. An Await selects on its Done channel and on the seat,
+// so a Completion sent to Done wakes it directly, with no broadcast to
+// every waiter; Submit and Close, which wait for counts, sleep on the
+// condition variable wake, broadcast whenever a count or the seat changes.
+//
+// Why waits end: a reaper blocks in the kernel only with inKernel > 0, so
+// a CQE is due. A waiter sleeps only while someone else reaps (who gives
+// the seat back or parks it when the kernel is empty, and broadcasts), or
+// while the kernel holds nothing of the ring; then whatever it waits for
+// comes from a delayed fault's timer, a Close or a submission, each of
+// which wakes it. The counts are taken under mu when a request is
+// accepted, so a refused Submit leaves none behind. A timer that delivers
+// while a reaper may block in the kernel posts a NOP to wake it.
 type uring struct {
 	r      *ring
 	ctl    func(fd uintptr)    // u.push bound once: RawConn.Control's argument, without an allocation per call
@@ -156,16 +161,18 @@ type uring struct {
 	queues int                 // queues using the ring; guarded by rings.mu
 
 	mu        sync.Mutex
-	wake      sync.Cond    // on mu: the reaper left, a request was delivered or submitted, a queue closed
-	ops       []uringOp    // by user_data
-	free      []uint32     // indices of idle ops
-	inKernel  int          // SQEs the kernel holds: submitted, CQE not yet reaped
-	reaping   bool         // a goroutine holds the reaper's seat
-	nopQueued bool         // a wake-up NOP is in the kernel
-	err       error        // the ring broke: no more submissions; set once
-	cur       uint32       // the op push is to submit
-	curErr    error        // what push made of it
-	testFail  func() error // test hook: called instead of waiting in the kernel
+	wake      sync.Cond     // on mu: the reaper left, a request was delivered or submitted, a queue closed
+	ops       []uringOp     // by user_data
+	free      []uint32      // indices of idle ops
+	inKernel  int           // SQEs the kernel holds: submitted, CQE not yet reaped
+	seat      chan struct{} // the reaper's seat: a token while it is free and the kernel holds requests
+	parked    bool          // the token is neither in seat nor held: nothing is in the kernel
+	nopQueued bool          // a wake-up NOP is in the kernel
+	err       error         // the ring broke: no more submissions; set once
+	broken    chan struct{} // closed once the broken ring is drained
+	cur       uint32        // the op push is to submit
+	curErr    error         // what push made of it
+	testFail  func() error  // test hook: called instead of waiting in the kernel
 }
 
 var errSQFull = errors.New("direct: io_uring submission queue full")
@@ -198,7 +205,7 @@ func newURing() (*uring, error) {
 		r.close()
 		return nil, err
 	}
-	u := &uring{r: r, ops: make([]uringOp, ringEntries), free: make([]uint32, ringEntries)}
+	u := &uring{r: r, ops: make([]uringOp, ringEntries), free: make([]uint32, ringEntries), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
 	u.wake.L = &u.mu
 	u.ctl = u.push
 	u.onCQE = u.reaped
@@ -227,10 +234,18 @@ func (u *uring) start(i uint32) error {
 	}
 	op.state = opKernel
 	u.inKernel++
-	if !u.reaping {
-		u.wake.Broadcast() // a waiter asleep with nothing in the kernel must become the reaper
-	}
+	u.unpark()
 	return nil
+}
+
+// unpark brings the seat's token back once the kernel holds something,
+// with mu held, and wakes the waiters that sleep for it.
+func (u *uring) unpark() {
+	if u.parked {
+		u.parked = false
+		u.seat <- struct{}{}
+		u.wake.Broadcast()
+	}
 }
 
 // push fills, pushes and submits the SQE for op u.cur on descriptor fd;
@@ -265,16 +280,27 @@ func (u *uring) push(fd uintptr) {
 	u.curErr = u.r.submit()
 }
 
-// step makes the ring progress, with mu held (released and taken again
-// inside): it takes the reaper's seat when that is free and the kernel
-// holds requests, and otherwise sleeps until woken. The caller loops,
-// checking what it waits for under mu.
+// step makes the ring progress for a goroutine that waits for a count,
+// with mu held (released and taken again inside): it takes the seat when
+// the token is there and reaps once, and otherwise sleeps until woken.
+// The caller loops, checking what it waits for under mu.
 func (u *uring) step() {
-	if u.reaping || u.inKernel == 0 || u.err != nil {
+	select {
+	case <-u.seat:
+		u.mu.Unlock()
+		u.reap()
+		u.mu.Lock()
+	default:
 		u.wake.Wait()
-		return
 	}
-	u.reaping = true
+}
+
+// reap runs one turn in the seat, whose token the caller has taken, with
+// mu not held: it waits in the kernel for at least one CQE and handles
+// every CQE there is, then gives the seat up. If the ring breaks it
+// drains it instead.
+func (u *uring) reap() {
+	u.mu.Lock()
 	fail := u.testFail
 	u.mu.Unlock()
 	var err error
@@ -289,7 +315,18 @@ func (u *uring) step() {
 		u.r.reap(u.onCQE)
 	}
 	u.mu.Lock()
-	u.reaping = false
+	u.leave()
+	u.mu.Unlock()
+}
+
+// leave gives the seat's token up, with mu held: back into seat while the
+// kernel holds requests, else parked.
+func (u *uring) leave() {
+	if u.inKernel > 0 && u.err == nil {
+		u.seat <- struct{}{}
+	} else {
+		u.parked = true
+	}
 	u.wake.Broadcast()
 }
 
@@ -396,7 +433,8 @@ func (u *uring) deliver(i uint32, err error, late bool) {
 
 	u.mu.Lock()
 	q.pending--
-	if late && u.reaping && !u.nopQueued && u.err == nil {
+	q.checkDrained()
+	if late && !u.parked && !u.nopQueued && u.err == nil {
 		u.postNop()
 	}
 	u.wake.Broadcast()
@@ -414,6 +452,7 @@ func (u *uring) postNop() {
 	if u.r.submit() == nil {
 		u.nopQueued = true
 		u.inKernel++
+		u.unpark()
 	}
 }
 
@@ -457,6 +496,7 @@ func (u *uring) drain(cause error) {
 		u.ops[i].state = opHeld
 	}
 	u.inKernel = 0
+	close(u.broken)
 	u.mu.Unlock()
 	for _, i := range failed {
 		u.deliver(i, u.errFor(i), false)
