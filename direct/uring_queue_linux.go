@@ -182,10 +182,12 @@ func (q *uringQueue) Close() error {
 
 // RegisterBuffers refuses: requests go out plain (no READ_FIXED or
 // WRITE_FIXED). A shared ring has one table of registered buffers for
-// every file and queue in the process, and registering pinned memory per
-// writer did not pay for itself: 64 KiB writes at QD4 on a virtio disk ran
-// at 0.6x with registration, 512 KiB writes at 1.0x (BenchmarkFixed, Linux
-// 6.18), so writers share the rings too instead of keeping their own. The
+// every file and queue in the process, and a ring of a writer's own for
+// them did not pay for itself where the device sets the pace: QD4 writes
+// on a virtio disk ran 0.65x (64 KiB) to 1.0x (512 KiB) with registration;
+// only on a memory-backed loop device, where the CPU alone counts, did
+// medians gain 6-23%, inside the run-to-run spread (Linux 6.18, 5 rounds,
+// the private-ring queue of 5b6f618). So writers share the rings too. The
 // error matches errors.ErrUnsupported; callers treat it as "plain
 // requests".
 func (q *uringQueue) RegisterBuffers([][]byte) error {
