@@ -12,7 +12,19 @@
 // instead.
 //
 // A Queue issues writes, reads and fdatasync asynchronously, so that a
-// writer fills one buffer while the device writes another. Its engines are
-// io_uring on Linux and a pread/pwrite engine on worker goroutines wherever
-// io_uring is missing.
+// writer fills one buffer while the device writes another and many readers
+// keep the device's queue full. Its engines are io_uring on Linux and a
+// pread/pwrite engine on worker goroutines wherever io_uring is missing.
+//
+// The io_uring engine runs every queue of the process on a few shared
+// rings (at most min(GOMAXPROCS, 4), set up lazily; the first by the probe
+// behind URingError, which runs once per process), so opening a file or a
+// queue sets up no ring. There is no reaper goroutine: whoever waits (in
+// Await, in Submit for room, in Close) reaps for everyone, one at a time.
+// Each queue counts its own requests under the ring's lock and Close waits
+// for those only, so Close returns whatever races it; every accepted
+// request gets exactly one Completion with its Token, also when its ring
+// breaks. File descriptors are used only inside os.File's reference
+// (RawConn.Control), so a File closed while I/O races it fails that I/O
+// with fs.ErrClosed and never reaches a file that reuses the number.
 package direct

@@ -19,6 +19,14 @@ var (
 
 	// ErrQueueClosed is returned by Submit after Close.
 	ErrQueueClosed = errors.New("direct: queue closed")
+
+	// ErrTooLarge reports a request longer than its engine takes in one
+	// piece.
+	ErrTooLarge = errors.New("request too large")
+
+	// ErrInvalidAlignment reports an Alignment that cannot be checked
+	// against, such as one with a zero field.
+	ErrInvalidAlignment = errors.New("invalid alignment")
 )
 
 // UnalignedError names the values that broke an alignment rule.

@@ -1,10 +1,21 @@
 package direct
 
-// FixedOps returns how many requests q, an io_uring queue, issued with
-// READ_FIXED or WRITE_FIXED.
-func FixedOps(q Queue) int {
-	u := q.(*uringQueue)
+// RingsCreated returns how many shared io_uring rings the process has set
+// up.
+func RingsCreated() int {
+	rings.mu.Lock()
+	defer rings.mu.Unlock()
+	return rings.created
+}
+
+// SameRing reports whether two io_uring queues share a ring.
+func SameRing(a, b Queue) bool { return a.(*uringQueue).u == b.(*uringQueue).u }
+
+// BreakRing makes the next wait for completions on q's ring fail with err,
+// as a broken ring's io_uring_enter would, without entering the kernel.
+func BreakRing(q Queue, err error) {
+	u := q.(*uringQueue).u
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.fixedOps
+	u.testFail = func() error { return err }
 }

@@ -39,13 +39,13 @@ func Open(name string, flag int, perm os.FileMode) (*File, error) {
 		return nil, err
 	}
 	a, src := discover(f)
-	return &File{xfer: xfer{f: f, align: a, direct: true}, source: src}, nil
+	return &File{xfer: newXfer(f, a, true), source: src}, nil
 }
 
 // FromOS wraps f, opened without O_DIRECT, in a File with no alignment rules
 // (Alignment{1, 1}): the same methods and queues over the page cache.
 func FromOS(f *os.File) *File {
-	return &File{xfer: xfer{f: f, align: pageCache}, source: SourceNone}
+	return &File{xfer: newXfer(f, pageCache, false), source: SourceNone}
 }
 
 // Name returns the name the file was opened with.
@@ -86,7 +86,7 @@ func (f *File) Truncate(size int64) error { return f.f.Truncate(size) }
 // when the range ends past it. Where the filesystem cannot, the error
 // matches errors.ErrUnsupported.
 func (f *File) Allocate(off, n int64) error {
-	if err := fallocate(f.f, off, n); err != nil {
+	if err := f.fallocate(off, n); err != nil {
 		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
 	}
 	return nil
@@ -95,19 +95,45 @@ func (f *File) Allocate(off, n int64) error {
 // Stat returns the file's os.FileInfo.
 func (f *File) Stat() (os.FileInfo, error) { return f.f.Stat() }
 
-// Close closes the file.
+// Close closes the file. It never waits for I/O: a ReadAt, WriteAt, Sync
+// or queued request racing it either runs on the file it was given (the
+// descriptor is used only inside os.File's reference, see xfer) or fails
+// with an error matching fs.ErrClosed; none can reach another file that
+// reuses the number. Close does not close the file's queues.
 func (f *File) Close() error { return f.f.Close() }
 
 // xfer moves bytes for one file, checking the alignment first when it has
-// one. Both File and the pwrite engine use it.
+// one. Both File and the engines use it.
+//
+// Every system call on the descriptor runs inside rc.Control, never on a
+// number taken from Fd: Control holds os.File's reference count for the
+// call, so a concurrent Close waits (without blocking Close itself, which
+// leaves the last release to close the number) and a closed file fails
+// with os.ErrClosed instead of reaching whatever file reuses the number.
 type xfer struct {
 	f      *os.File
+	rc     syscall.RawConn
 	align  Alignment // {1, 1} for a page-cache file
 	direct bool      // EINVAL on an aligned transfer means O_DIRECT was refused
 	faults Injector  // nil but in tests
 
 	writeFlags int // RWF_* flags for every write; 0 for plain pwrite
 }
+
+func newXfer(f *os.File, a Alignment, direct bool) xfer {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		rc = closedConn{} // f is nil; every call fails as on a closed file
+	}
+	return xfer{f: f, rc: rc, align: a, direct: direct}
+}
+
+// closedConn is the RawConn of a file that cannot be used.
+type closedConn struct{}
+
+func (closedConn) Control(func(uintptr)) error    { return os.ErrClosed }
+func (closedConn) Read(func(uintptr) bool) error  { return os.ErrClosed }
+func (closedConn) Write(func(uintptr) bool) error { return os.ErrClosed }
 
 // maxRetries bounds the retries of a transfer that keeps failing with
 // EINTR or EAGAIN.
@@ -130,9 +156,9 @@ func (x *xfer) once(op Op, p []byte, off int64) (int, error) {
 	var n int
 	var err error
 	if op == OpRead {
-		n, err = preadOnce(x.f, p, off)
+		n, err = x.preadOnce(p, off)
 	} else {
-		n, err = pwriteOnce(x.f, p, off, x.writeFlags)
+		n, err = x.pwriteOnce(p, off)
 	}
 	if f.Short > 0 && n > f.Short {
 		n = f.Short
@@ -209,7 +235,7 @@ func (x *xfer) sync() error {
 			}
 		}
 		if err == nil {
-			err = fdatasync(x.f)
+			err = x.fdatasync()
 		}
 		switch {
 		case err == nil:

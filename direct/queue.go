@@ -31,7 +31,8 @@ func (o Op) String() string {
 
 // A Request is one asynchronous operation. Buf belongs to the queue from
 // Submit until its Completion is received: the caller must neither touch it
-// nor let its memory go.
+// nor let its memory go. The io_uring engine takes at most 4 GiB - 1 bytes
+// per request (ErrTooLarge).
 type Request struct {
 	Op    Op
 	Buf   []byte
@@ -55,6 +56,13 @@ type Completion struct {
 // A Queue performs Requests asynchronously, at most Depth at a time, on one
 // file. Its methods are safe for concurrent use: one writer and any number
 // of readers may share a queue, each with its own Done channel.
+//
+// A queue is cheap: the io_uring engine runs every queue of the process on
+// a few shared rings (see URingError), so a queue per open file costs no
+// ring, descriptor or goroutine; the pwrite engine runs Depth worker
+// goroutines. Close never hangs, whatever races it, and every request that
+// Submit accepted gets exactly one Completion, with its Token, on its
+// Done channel, also when the queue is closed or its ring breaks.
 type Queue interface {
 	// Submit hands r to the queue, waiting (and reaping) while Depth
 	// requests are in flight. A request that breaks the queue's alignment fails at once with
@@ -70,15 +78,19 @@ type Queue interface {
 	Depth() int
 	// Engine returns the engine that performs the requests.
 	Engine() EngineKind
-	// Close waits for the requests in flight, delivers their completions
-	// to their Done channels, and releases the engine. Later Submits fail
-	// with ErrQueueClosed.
+	// Close waits for the queue's own requests in flight, delivers their
+	// completions to their Done channels, and releases the engine. Later
+	// Submits fail with ErrQueueClosed; an Await with none of the queue's
+	// requests outstanding then returns a Completion with Op 0 and Err
+	// ErrQueueClosed, the one Completion that is no request's.
 	Close() error
 }
 
 // A BufferRegistrar is a Queue that can register buffers with the kernel
 // (io_uring's fixed buffers), so that requests inside them skip the page
-// pinning of every I/O. A refusal leaves the queue working as before.
+// pinning of every I/O. A refusal leaves the queue working as before, with
+// plain requests. The io_uring engine refuses (its rings are shared; see
+// its RegisterBuffers), with an error matching errors.ErrUnsupported.
 type BufferRegistrar interface {
 	RegisterBuffers(bufs [][]byte) error
 }
@@ -111,9 +123,9 @@ const DefaultDepth = 4
 
 // QueueOptions configure NewQueue. A nil *QueueOptions means defaults.
 type QueueOptions struct {
-	Depth     int        // requests in flight at most; default DefaultDepth
+	Depth     int        // this queue's requests in flight at most; default DefaultDepth
 	Engine    EngineKind // default EngineAuto
-	Alignment Alignment  // checked on every request; zero means none (a page-cache file)
+	Alignment Alignment  // checked on every request; zero means none (a page-cache file); else both fields > 0
 
 	// WriteFlags are RWF_* flags (pwritev2(2)) for every write: the
 	// pwrite engine calls pwritev2 with them, io_uring sets them as the
@@ -146,10 +158,17 @@ type Injector interface {
 // NewQueue returns a Queue over f. With EngineAuto it returns the io_uring
 // engine where the kernel offers it and the pwrite engine otherwise;
 // URingError says why io_uring was ruled out.
+//
+// Requests use f's descriptor only inside os.File's reference (see File's
+// Close), so closing f while requests are queued makes them fail with an
+// error matching fs.ErrClosed rather than reach another file.
 func NewQueue(f *os.File, o *QueueOptions) (Queue, error) {
-	x := xfer{f: f, align: pageCache}
+	x := newXfer(f, pageCache, false)
 	if o != nil && o.Alignment != (Alignment{}) {
-		x = xfer{f: f, align: o.Alignment, direct: true}
+		if o.Alignment.Memory <= 0 || o.Alignment.Offset <= 0 {
+			return nil, fmt.Errorf("direct: %w: alignment %v: memory and offset alignment must both be positive", ErrInvalidAlignment, o.Alignment)
+		}
+		x = newXfer(f, o.Alignment, true)
 	}
 	return newQueue(x, o)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ncw/directio"
 	"golang.org/x/sys/unix"
@@ -80,45 +81,90 @@ func readInt(path string) int {
 	return n
 }
 
-// preadOnce, pwriteOnce and fdatasync make one system call each; xfer
-// retries EINTR and EAGAIN, a bounded number of times.
+// preadOnce, pwriteOnce and fdatasync make one system call each, inside
+// RawConn.Control (see xfer); xfer retries EINTR and EAGAIN, a bounded
+// number of times. A closed file fails with os.ErrClosed.
 
-func preadOnce(f *os.File, p []byte, off int64) (int, error) {
-	n, err := unix.Pread(int(f.Fd()), p, off)
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+func (x *xfer) preadOnce(p []byte, off int64) (int, error) {
+	return x.control(OpRead, p, off)
 }
 
-func pwriteOnce(f *os.File, p []byte, off int64, flags int) (int, error) {
-	if flags != 0 {
-		n, err := unix.Pwritev2(int(f.Fd()), [][]byte{p}, off, flags)
-		if err != nil {
-			return 0, err
-		}
-		return n, nil
-	}
-	n, err := unix.Pwrite(int(f.Fd()), p, off)
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+func (x *xfer) pwriteOnce(p []byte, off int64) (int, error) {
+	return x.control(OpWrite, p, off)
 }
 
-func fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+func (x *xfer) fdatasync() error {
+	_, err := x.control(OpSync, nil, 0)
+	return err
+}
 
-func fallocate(f *os.File, off, n int64) error {
-	for {
-		err := unix.Fallocate(int(f.Fd()), 0, off, n)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case errors.Is(err, unix.EOPNOTSUPP):
-			return fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+// sysCall is one system call run inside RawConn.Control. Its run field is
+// its own method value, made once, so that a pooled sysCall costs no
+// allocation per call, as a closure handed to Control would.
+type sysCall struct {
+	op    Op
+	p     []byte
+	off   int64
+	flags int
+	n     int
+	err   error
+	run   func(fd uintptr)
+}
+
+var sysCalls = sync.Pool{New: func() any {
+	c := new(sysCall)
+	c.run = c.do
+	return c
+}}
+
+func (c *sysCall) do(fd uintptr) {
+	switch c.op {
+	case OpRead:
+		c.n, c.err = unix.Pread(int(fd), c.p, c.off)
+	case OpWrite:
+		if c.flags != 0 {
+			c.n, c.err = unix.Pwritev2(int(fd), [][]byte{c.p}, c.off, c.flags)
+		} else {
+			c.n, c.err = unix.Pwrite(int(fd), c.p, c.off)
 		}
-		return err
+	case OpSync:
+		c.err = unix.Fdatasync(int(fd))
 	}
+	if c.err != nil {
+		c.n = 0
+	}
+}
+
+func (x *xfer) control(op Op, p []byte, off int64) (int, error) {
+	c := sysCalls.Get().(*sysCall)
+	c.op, c.p, c.off, c.flags = op, p, off, x.writeFlags
+	err := x.rc.Control(c.run)
+	n, cerr := c.n, c.err
+	*c = sysCall{run: c.run}
+	sysCalls.Put(c)
+	if err != nil {
+		return 0, os.ErrClosed // Control fails only on a closed file
+	}
+	return n, cerr
+}
+
+func (f *File) fallocate(off, n int64) error {
+	var err error
+	cerr := f.rc.Control(func(fd uintptr) {
+		for {
+			err = unix.Fallocate(int(fd), 0, off, n)
+			if err != unix.EINTR {
+				return
+			}
+		}
+	})
+	switch {
+	case cerr != nil:
+		return os.ErrClosed
+	case errors.Is(err, unix.EOPNOTSUPP):
+		return fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+	}
+	return err
 }
 
 var fsNames = map[int64]string{

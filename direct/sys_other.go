@@ -40,25 +40,28 @@ func unwrap(err error) error {
 	return err
 }
 
-func preadOnce(f *os.File, p []byte, off int64) (int, error) {
-	n, err := f.ReadAt(p, off)
+// The calls go through os.File's own methods, which hold its reference
+// count: a closed file fails with os.ErrClosed.
+
+func (x *xfer) preadOnce(p []byte, off int64) (int, error) {
+	n, err := x.f.ReadAt(p, off)
 	if err == io.EOF {
 		return n, nil // the caller sees the short count
 	}
 	return n, unwrap(err)
 }
 
-func pwriteOnce(f *os.File, p []byte, off int64, flags int) (int, error) {
-	if flags != 0 {
+func (x *xfer) pwriteOnce(p []byte, off int64) (int, error) {
+	if x.writeFlags != 0 {
 		return 0, errors.ErrUnsupported // RWF_* flags are Linux's
 	}
-	n, err := f.WriteAt(p, off)
+	n, err := x.f.WriteAt(p, off)
 	return n, unwrap(err)
 }
 
-func fdatasync(f *os.File) error { return unwrap(f.Sync()) }
+func (x *xfer) fdatasync() error { return unwrap(x.f.Sync()) }
 
-func fallocate(*os.File, int64, int64) error { return errors.ErrUnsupported }
+func (f *File) fallocate(int64, int64) error { return errors.ErrUnsupported }
 
 // Filesystem is only implemented on Linux; elsewhere it names the OS.
 func Filesystem(string) (string, error) { return runtime.GOOS, nil }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,16 +31,12 @@ const (
 
 	ioringEnterGetEvents = 1 << 0
 
-	ioringRegisterBuffers   = 0
-	ioringUnregisterBuffers = 1
-	ioringRegisterProbe     = 8
+	ioringRegisterProbe = 8
 
-	ioringOpNop        = 0
-	ioringOpFsync      = 3
-	ioringOpReadFixed  = 4
-	ioringOpWriteFixed = 5
-	ioringOpRead       = 22
-	ioringOpWrite      = 23
+	ioringOpNop   = 0
+	ioringOpFsync = 3
+	ioringOpRead  = 22
+	ioringOpWrite = 23
 
 	ioringFsyncDatasync = 1 << 0
 
@@ -122,7 +119,6 @@ type ring struct {
 	cqTail      *uint32
 	cqMask      uint32
 	cqes        []cqe
-	sqPending   uint32 // SQEs written but not yet consumed by io_uring_enter
 	sqLocalTail uint32
 }
 
@@ -134,6 +130,8 @@ func setup(entries uint32, p *uringParams) (int, error) {
 	return int(fd), nil
 }
 
+// newRing sets up a ring of entries SQEs and the kernel's default CQ of
+// twice as many CQEs.
 func newRing(entries uint32) (*ring, error) {
 	var p uringParams
 	fd, err := setup(entries, &p)
@@ -186,7 +184,25 @@ func (r *ring) mmap(p *uringParams) error {
 	return nil
 }
 
+// close releases the ring: its descriptor, then its mappings. The kernel
+// tears the ring down (cancelling or waiting for what it still holds) when
+// the last of them goes, since each mapping holds the ring's file too.
 func (r *ring) close() {
+	r.closeFd()
+	r.unmap()
+}
+
+// closeFd closes the ring's descriptor: nothing can be submitted or waited
+// for any more, but the mappings keep the ring alive, so requests in flight
+// still post their CQEs where reap finds them.
+func (r *ring) closeFd() {
+	if r.fd >= 0 {
+		_ = unix.Close(r.fd)
+		r.fd = -1
+	}
+}
+
+func (r *ring) unmap() {
 	if r.sqeMap != nil {
 		_ = unix.Munmap(r.sqeMap)
 	}
@@ -197,10 +213,6 @@ func (r *ring) close() {
 		_ = unix.Munmap(r.sqMap)
 	}
 	r.sqeMap, r.cqMap, r.sqMap = nil, nil, nil
-	if r.fd >= 0 {
-		_ = unix.Close(r.fd)
-		r.fd = -1
-	}
 }
 
 // push writes s into the next free SQE slot and publishes it. It returns
@@ -215,40 +227,62 @@ func (r *ring) push(s *sqe) bool {
 	r.sqArray[i] = i
 	r.sqLocalTail++
 	atomic.StoreUint32(r.sqTail, r.sqLocalTail) // release: the SQE is complete
-	r.sqPending++
 	return true
 }
 
-// enter calls io_uring_enter, retrying EINTR, EAGAIN and EBUSY (the kernel's
-// way of saying "reap first and try again").
-func (r *ring) enter(toSubmit, minComplete, flags uint32) (int, error) {
-	for {
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
-		switch errno {
-		case 0:
-			return int(n), nil
-		case unix.EINTR, unix.EAGAIN, unix.EBUSY:
+// enter makes one io_uring_enter call and returns the kernel's answer as
+// it is; the callers below decide what each errno means where they are.
+func (r *ring) enter(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
+	return int(n), errno
+}
+
+// submit hands the one SQE just pushed to the kernel. Without SQPOLL the
+// kernel consumes SQEs only inside io_uring_enter, and it returns an error
+// only when it consumed none (io_submit_sqes: a bad SQE is consumed and
+// fails in its CQE instead). So on failure the SQE is withdrawn: the tail
+// goes back, no later io_uring_enter can pick it up, and the request is
+// not in the kernel. EINTR and EAGAIN (no memory for a request just now)
+// are retried a bounded number of times. EBUSY is not retried: the kernel
+// returns it while CQEs it could not post wait for room in the CQ, and
+// nothing changes that while this goroutine holds the submission lock; the
+// shared ring bounds its requests by the CQ's size, so it cannot happen.
+func (r *ring) submit() error {
+	for retries := 0; ; retries++ {
+		n, errno := r.enter(1, 0, 0)
+		switch {
+		case errno == 0 && n == 1:
+			return nil
+		case (errno == unix.EINTR || errno == unix.EAGAIN) && retries < maxRetries:
 			continue
 		}
-		return 0, os.NewSyscallError("io_uring_enter", errno)
+		r.withdraw()
+		if errno == 0 {
+			return errors.New("io_uring_enter: submission not consumed")
+		}
+		return os.NewSyscallError("io_uring_enter", errno)
 	}
 }
 
-// submit hands every pushed SQE to the kernel.
-func (r *ring) submit() error {
-	for r.sqPending > 0 {
-		n, err := r.enter(r.sqPending, 0, 0)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			// Without SQPOLL the kernel consumes what it is given or
-			// says why; looping here would spin forever.
-			return errors.New("io_uring_enter: no submission consumed")
-		}
-		r.sqPending -= uint32(n)
+// withdraw takes back the last SQE pushed, which the kernel has not
+// consumed. The caller serialises it with push.
+func (r *ring) withdraw() {
+	r.sqLocalTail--
+	atomic.StoreUint32(r.sqTail, r.sqLocalTail)
+}
+
+// wait blocks in io_uring_enter until at least one CQE is ready. A nil
+// error also covers the answers after which the caller should reap and
+// look again: EINTR (a signal; Go's preemption sends them often), EAGAIN,
+// and EBUSY (CQEs wait in the kernel's overflow list for room in the CQ,
+// which reaping makes). Any other error means the ring is unusable.
+func (r *ring) wait() error {
+	_, errno := r.enter(0, 1, ioringEnterGetEvents)
+	switch errno {
+	case 0, unix.EINTR, unix.EAGAIN, unix.EBUSY:
+		return nil
 	}
-	return nil
+	return os.NewSyscallError("io_uring_enter", errno)
 }
 
 // reap calls f on every CQE available and releases them; it returns how
@@ -270,16 +304,6 @@ func (r *ring) register(op uint32, arg unsafe.Pointer, n uint32) error {
 		return os.NewSyscallError("io_uring_register", errno)
 	}
 	return nil
-}
-
-// registerBuffers registers bufs as fixed buffers, indexed by position.
-func (r *ring) registerBuffers(bufs [][]byte) error {
-	iov := make([]unix.Iovec, len(bufs))
-	for i, b := range bufs {
-		iov[i].Base = unsafe.SliceData(b)
-		iov[i].SetLen(len(b))
-	}
-	return r.register(ioringRegisterBuffers, unsafe.Pointer(&iov[0]), uint32(len(iov)))
 }
 
 // supports asks the kernel which opcodes it implements.

@@ -1,0 +1,521 @@
+//go:build linux
+
+package direct
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// The process's rings.
+//
+// A service has thousands of files open; a ring per file (or per queue)
+// would cost each an fd, locked memory and an io_uring_setup. So every
+// queue of every file submits to one of a few rings shared by the whole
+// process (Neon's tokio-epoll-uring and RocksDB keep a ring per thread for
+// the same reason). io_uring takes the file descriptor in each SQE, so a
+// ring serves any file. The first ring is set up by the probe, once per
+// process; more are set up lazily, up to maxRings, when every ring already
+// serves a queue; they live as long as the process, like Go's own netpoll
+// descriptor.
+
+// ringEntries is the size of each shared ring's submission queue. The
+// kernel gives the CQ twice as many entries (IORING_SETUP_CQSIZE unset),
+// and a ring never has more than ringEntries requests plus one wake-up NOP
+// in the kernel, so the CQ cannot overflow. 256 requests is more than the
+// queue depths a disk rewards (fio's knee is at QD 32-128) times a few
+// queues; 16 KiB of SQEs and 8 KiB of CQEs.
+const ringEntries = 256
+
+// maxRings bounds the process's rings: one per P, as a ring per thread
+// would, but at most 4, since one ring already takes far more requests
+// than a disk overlaps and each costs an fd and locked memory.
+func maxRings() int { return min(runtime.GOMAXPROCS(0), 4) }
+
+// drainLimit bounds how long a broken ring waits for the kernel to finish
+// the requests it holds before reporting them failed (see uring.drain).
+// File I/O completes in milliseconds; a request still held after this is
+// stuck in the device, and Close must return.
+const drainLimit = 10 * time.Second
+
+// rings is the process's set of shared rings. It is the one piece of
+// package state: rings are a process resource, as the kernel counts them.
+var rings ringSet
+
+type ringSet struct {
+	probeOnce sync.Once
+	probeErr  error // why io_uring is out, or nil
+
+	mu      sync.Mutex
+	live    []*uring // not broken; the first is the probe's
+	created int      // rings ever set up, for tests
+}
+
+// probe sets up the first ring and checks the opcodes, once per process.
+func (s *ringSet) probe() error {
+	s.probeOnce.Do(func() {
+		u, err := newURing()
+		if err != nil {
+			s.probeErr = err
+			return
+		}
+		s.mu.Lock()
+		s.live = append(s.live, u)
+		s.created++
+		s.mu.Unlock()
+	})
+	return s.probeErr
+}
+
+// get returns the ring a new queue should use: the one serving the fewest
+// queues, or a new one while every ring serves some and there are fewer
+// than maxRings.
+func (s *ringSet) get() (*uring, error) {
+	if err := s.probe(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best *uring
+	for _, u := range s.live {
+		if best == nil || u.queues < best.queues {
+			best = u
+		}
+	}
+	if best == nil || best.queues > 0 && len(s.live) < maxRings() {
+		u, err := newURing()
+		switch {
+		case err == nil:
+			s.live = append(s.live, u)
+			s.created++
+			best = u
+		case best == nil:
+			return nil, err
+		}
+		// Else share a busy ring rather than fail.
+	}
+	best.queues++
+	return best, nil
+}
+
+// put returns a queue's claim on u.
+func (s *ringSet) put(u *uring) {
+	s.mu.Lock()
+	u.queues--
+	s.mu.Unlock()
+}
+
+// retire removes a broken ring, so that new queues get a working one.
+func (s *ringSet) retire(u *uring) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, v := range s.live {
+		if v == u {
+			s.live = append(s.live[:i], s.live[i+1:]...)
+			return
+		}
+	}
+}
+
+// uring is one shared ring and the requests it runs, for any number of
+// queues over any number of files.
+//
+// Concurrency model. One mutex, mu, guards the SQ (push, submit,
+// withdraw), the table of requests (ops, free), the counts, and every
+// queue's state on this ring (uringQueue.pending, closed). There is no
+// reaper goroutine: a goroutine that must wait (in Await, in Submit for
+// room, in Close for its requests) takes the reaper's seat when it is
+// free, drops mu, blocks in io_uring_enter(GETEVENTS) and delivers every
+// CQE it finds, to whichever queue's request it belongs, then gives the
+// seat up. Only the seat's holder touches the CQ, so the CQ needs no lock.
+// So a completion usually wakes the very thread that waits for it, as
+// with liburing's own loop, and nothing runs while nobody waits.
+//
+// The seat is a token in the channel seat: it is there exactly when no
+// one reaps and the kernel holds requests (inKernel > 0); with nothing in
+// the kernel it is parked, and the submission that puts something there
+// brings it back. An Await selects on its Done channel and on the seat,
+// so a Completion sent to Done wakes it directly, with no broadcast to
+// every waiter; Submit and Close, which wait for counts, sleep on the
+// condition variable wake, broadcast whenever a count or the seat changes.
+//
+// Why waits end: a reaper blocks in the kernel only with inKernel > 0, so
+// a CQE is due. A waiter sleeps only while someone else reaps (who gives
+// the seat back or parks it when the kernel is empty, and broadcasts), or
+// while the kernel holds nothing of the ring; then whatever it waits for
+// comes from a delayed fault's timer, a Close or a submission, each of
+// which wakes it. The counts are taken under mu when a request is
+// accepted, so a refused Submit leaves none behind. A timer that delivers
+// while a reaper may block in the kernel posts a NOP to wake it.
+type uring struct {
+	r      *ring
+	ctl    func(fd uintptr)    // u.push bound once: RawConn.Control's argument, without an allocation per call
+	onCQE  func(uint64, int32) // u.reaped bound once
+	queues int                 // queues using the ring; guarded by rings.mu
+
+	mu        sync.Mutex
+	wake      sync.Cond     // on mu: the reaper left, a request was delivered or submitted, a queue closed
+	ops       []uringOp     // by user_data
+	free      []uint32      // indices of idle ops
+	inKernel  int           // SQEs the kernel holds: submitted, CQE not yet reaped
+	seat      chan struct{} // the reaper's seat: a token while it is free and the kernel holds requests
+	parked    bool          // the token is neither in seat nor held: nothing is in the kernel
+	nopQueued bool          // a wake-up NOP is in the kernel
+	err       error         // the ring broke: no more submissions; set once
+	broken    chan struct{} // closed once the broken ring is drained
+	cur       uint32        // the op push is to submit
+	curErr    error         // what push made of it
+	testFail  func() error  // test hook: called instead of waiting in the kernel
+}
+
+var errSQFull = errors.New("direct: io_uring submission queue full")
+
+// nopData is the user_data of the wake-up NOP, outside the op indices.
+const nopData = ^uint64(0)
+
+// op states.
+const (
+	opIdle   = iota
+	opKernel // its SQE is in the kernel
+	opHeld   // its CQE was reaped; a reaper or a fault's timer owns it
+)
+
+// uringOp is a request on the ring and how much of it is done.
+type uringOp struct {
+	q       *uringQueue
+	req     Request
+	state   uint8
+	done    int
+	retries int
+}
+
+func newURing() (*uring, error) {
+	r, err := newRing(ringEntries)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.supports(ioringOpRead, ioringOpWrite, ioringOpFsync, ioringOpNop); err != nil {
+		r.close()
+		return nil, err
+	}
+	u := &uring{r: r, ops: make([]uringOp, ringEntries), free: make([]uint32, ringEntries), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
+	u.wake.L = &u.mu
+	u.ctl = u.push
+	u.onCQE = u.reaped
+	for i := range u.free {
+		u.free[i] = uint32(ringEntries - 1 - i)
+	}
+	return u, nil
+}
+
+// start submits what remains of op i, with mu held. The file descriptor
+// is used inside RawConn.Control, which holds os.File's reference: a Close
+// racing it waits for the call to return before the number is freed. That
+// is enough for io_uring, which resolves the descriptor to its file inside
+// io_uring_enter (io_submit_sqe → io_issue_sqe → io_assign_file, inline,
+// since dio sets no IOSQE_ASYNC, link or drain flag) and keeps that file
+// referenced until the request completes. A file already closed fails
+// with os.ErrClosed, and nothing is submitted.
+func (u *uring) start(i uint32) error {
+	op := &u.ops[i]
+	u.cur, u.curErr = i, nil
+	if err := op.q.x.rc.Control(u.ctl); err != nil {
+		return op.q.x.wrap(op.req.Op.syscall(), os.ErrClosed)
+	}
+	if u.curErr != nil {
+		return u.curErr
+	}
+	op.state = opKernel
+	u.inKernel++
+	u.unpark()
+	return nil
+}
+
+// unpark brings the seat's token back once the kernel holds something,
+// with mu held, and wakes the waiters that sleep for it.
+func (u *uring) unpark() {
+	if u.parked {
+		u.parked = false
+		u.seat <- struct{}{}
+		u.wake.Broadcast()
+	}
+}
+
+// push fills, pushes and submits the SQE for op u.cur on descriptor fd;
+// it runs inside RawConn.Control, with mu held.
+func (u *uring) push(fd uintptr) {
+	op := &u.ops[u.cur]
+	s := sqe{fd: int32(fd), userData: uint64(u.cur)}
+	switch op.req.Op {
+	case OpWrite, OpRead:
+		s.opcode = ioringOpWrite
+		if op.req.Op == OpRead {
+			s.opcode = ioringOpRead
+		} else {
+			s.opFlags = uint32(op.q.x.writeFlags)
+		}
+		rest := op.req.Buf[op.done:]
+		if len(rest) > 0 {
+			s.addr = uint64(uintptr(unsafe.Pointer(&rest[0])))
+		}
+		s.len = uint32(len(rest)) // Submit refused anything longer than maxURingLen
+		s.off = uint64(op.req.Off) + uint64(op.done)
+	case OpSync:
+		s.opcode = ioringOpFsync
+		s.opFlags = ioringFsyncDatasync
+	}
+	if !u.r.push(&s) {
+		// Cannot happen: every SQE is consumed or withdrawn before mu is
+		// released, so the SQ is empty here.
+		u.curErr = errSQFull
+		return
+	}
+	u.curErr = u.r.submit()
+}
+
+// step makes the ring progress for a goroutine that waits for a count,
+// with mu held (released and taken again inside): it takes the seat when
+// the token is there and reaps once, and otherwise sleeps until woken.
+// The caller loops, checking what it waits for under mu.
+func (u *uring) step() {
+	select {
+	case <-u.seat:
+		u.mu.Unlock()
+		u.reap()
+		u.mu.Lock()
+	default:
+		u.wake.Wait()
+	}
+}
+
+// reap runs one turn in the seat, whose token the caller has taken, with
+// mu not held: it waits in the kernel for at least one CQE and handles
+// every CQE there is, then gives the seat up. If the ring breaks it
+// drains it instead.
+func (u *uring) reap() {
+	u.mu.Lock()
+	fail := u.testFail
+	u.mu.Unlock()
+	var err error
+	if fail != nil {
+		err = fail()
+	} else {
+		err = u.r.wait()
+	}
+	if err != nil {
+		u.drain(err)
+	} else {
+		u.r.reap(u.onCQE)
+	}
+	u.mu.Lock()
+	u.leave()
+	u.mu.Unlock()
+}
+
+// leave gives the seat's token up, with mu held: back into seat while the
+// kernel holds requests, else parked.
+func (u *uring) leave() {
+	if u.inKernel > 0 && u.err == nil {
+		u.seat <- struct{}{}
+	} else {
+		u.parked = true
+	}
+	u.wake.Broadcast()
+}
+
+// reaped handles one CQE, in the reaper, without mu.
+func (u *uring) reaped(userData uint64, res int32) {
+	u.mu.Lock()
+	u.inKernel--
+	if userData == nopData {
+		u.nopQueued = false
+		u.mu.Unlock()
+		return
+	}
+	i := uint32(userData)
+	op := &u.ops[i]
+	op.state = opHeld
+	u.mu.Unlock()
+	// The op is ours until it is delivered or resubmitted: no one else
+	// touches an op in opHeld.
+	if f := op.q.x.faults; f != nil {
+		// The transfer happened; the fault rewrites what it reports.
+		if ft, ok := f.Inject(op.req.Op, op.req.Off+int64(op.done), len(op.req.Buf)-op.done); ok {
+			switch {
+			case ft.Err != 0:
+				res = -int32(ft.Err)
+			case ft.Short > 0 && res > int32(ft.Short):
+				res = int32(ft.Short)
+			}
+			if ft.Delay > 0 {
+				// Late: finish on a timer, so that neither the
+				// reaper nor any lock waits out the delay.
+				time.AfterFunc(ft.Delay, func() { u.finish(i, res, true) })
+				return
+			}
+		}
+	}
+	u.finish(i, res, false)
+}
+
+// finish interprets the result of op i, which it owns: it resubmits the
+// rest of a short transfer or a retryable failure, and otherwise delivers
+// the Completion. late says it runs on a fault's timer, not in the reaper.
+func (u *uring) finish(i uint32, res int32, late bool) {
+	op := &u.ops[i]
+	err, again := op.outcome(res)
+	if again {
+		u.mu.Lock()
+		if err = u.err; err == nil {
+			err = u.start(i)
+		}
+		u.mu.Unlock()
+		if err == nil {
+			return
+		}
+	}
+	u.deliver(i, err, late)
+}
+
+// outcome reads one CQE's result for op: the error to complete it with,
+// or again when the rest must be submitted.
+func (op *uringOp) outcome(res int32) (err error, again bool) {
+	x := &op.q.x
+	switch {
+	case res == -int32(syscall.EAGAIN) || res == -int32(syscall.EINTR):
+		if op.retries++; op.retries <= maxRetries {
+			return nil, true
+		}
+		return x.wrap(op.req.Op.syscall(), syscall.Errno(-res)), false
+	case res < 0:
+		return x.wrap(op.req.Op.syscall(), syscall.Errno(-res)), false
+	case op.req.Op == OpSync:
+		return nil, false
+	}
+	op.done += int(res)
+	switch {
+	case op.done >= len(op.req.Buf):
+		return nil, false
+	case res == 0 && op.req.Op == OpRead:
+		return io.EOF, false
+	case res == 0, op.done%x.align.Offset != 0:
+		// A direct transfer cut off the alignment cannot be resumed:
+		// for a read that is the end of the file.
+		if op.req.Op == OpRead {
+			return io.EOF, false
+		}
+		return x.wrap("pwrite", io.ErrShortWrite), false
+	}
+	return nil, true
+}
+
+// deliver completes op i with err: frees its slot, sends the Completion to
+// its Done channel without mu, then counts it off its queue and wakes the
+// waiters. A late delivery posts a NOP to wake a reaper that may be
+// blocked in the kernel waiting for someone else's CQE.
+func (u *uring) deliver(i uint32, err error, late bool) {
+	u.mu.Lock()
+	op := &u.ops[i]
+	c := Completion{Token: op.req.Token, Op: op.req.Op, N: op.done, Err: err}
+	done, q := op.req.Done, op.q
+	*op = uringOp{} // drop the buffer reference
+	u.free = append(u.free, i)
+	u.mu.Unlock()
+
+	done <- c // Done has room by contract
+
+	u.mu.Lock()
+	q.pending--
+	q.checkDrained()
+	if late && !u.parked && !u.nopQueued && u.err == nil {
+		u.postNop()
+	}
+	u.wake.Broadcast()
+	u.mu.Unlock()
+}
+
+// postNop submits a NOP, with mu held, so that a reaper blocked in
+// io_uring_enter wakes and sees what changed. It uses no op slot; at most
+// one is in the kernel, which the CQ's size allows for. A failure is
+// harmless: the reaper wakes with the next CQE anyway.
+func (u *uring) postNop() {
+	if !u.r.push(&sqe{opcode: ioringOpNop, userData: nopData}) {
+		return
+	}
+	if u.r.submit() == nil {
+		u.nopQueued = true
+		u.inKernel++
+		u.unpark()
+	}
+}
+
+// drain handles a ring that broke (an io_uring_enter failed beyond retry),
+// in the reaper's seat, without mu. The requests the kernel holds may
+// still read or write their buffers, so none of them is reported before
+// the kernel is done: the descriptor is closed (nothing more can be
+// submitted, and the ring is retired so that new queues get another),
+// then the CQ, still mapped, is watched until every request in the kernel
+// has posted its CQE, for at most drainLimit; only then are the mappings
+// released (the kernel tears the ring down with the last one) and the
+// requests completed, each with its own Token, Done channel and the
+// ring's error. Requests a timer holds finish on their own and see the
+// error when they would resubmit.
+func (u *uring) drain(cause error) {
+	u.mu.Lock()
+	u.err = fmt.Errorf("direct: io_uring ring broken: %w", cause)
+	u.mu.Unlock()
+	rings.retire(u)
+	u.r.closeFd()
+	deadline := time.Now().Add(drainLimit)
+	for {
+		u.r.reap(u.drained)
+		u.mu.Lock()
+		left := u.inKernel
+		u.mu.Unlock()
+		if left == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	u.r.unmap()
+	u.mu.Lock()
+	var failed []uint32
+	for i := range u.ops {
+		if u.ops[i].state == opKernel {
+			failed = append(failed, uint32(i))
+		}
+	}
+	for _, i := range failed {
+		u.ops[i].state = opHeld
+	}
+	u.inKernel = 0
+	close(u.broken)
+	u.mu.Unlock()
+	for _, i := range failed {
+		u.deliver(i, u.errFor(i), false)
+	}
+}
+
+// drained notes a CQE seen while draining: the kernel is done with the
+// request, which drain then fails with the others.
+func (u *uring) drained(userData uint64, _ int32) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.inKernel--
+	if userData != nopData {
+		u.ops[userData].state = opKernel // still to fail, by drain
+	}
+}
+
+// errFor names op i's operation and file in the ring's error.
+func (u *uring) errFor(i uint32) error {
+	op := &u.ops[i]
+	return op.q.x.wrap(op.req.Op.syscall(), u.err)
+}
