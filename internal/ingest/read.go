@@ -53,15 +53,21 @@ type ReadConfig struct {
 	Batch    int     // offsets per ReadBlobs call, from one goroutine
 	Duration time.Duration
 	Seed     uint64 // picks the random offsets
+
+	// Cached starts the run with the whole file in the page cache instead
+	// of none of it: what std-fs reads of a file that fits in memory come
+	// to, a measurement of memory rather than of the device.
+	Cached bool
 }
 
 // ReadResult is what a read run measured.
 type ReadResult struct {
 	Reads   int64
-	Bytes   int64 // blob bytes returned; for Pread, bytes read from the device
+	Bytes   int64 // blob bytes returned
 	Elapsed time.Duration
 	// PageCacheBytes is how much of the file was resident in the page
-	// cache when the run ended; it started at none (see DropCache).
+	// cache when the run ended; it started at none (see DropCache), or
+	// all with Cached.
 	PageCacheBytes int64
 }
 
@@ -75,6 +81,12 @@ func (r ReadResult) MiBs() float64 { return float64(r.Bytes) / (1 << 20) / r.Ela
 // builds against a blobio without it (it lands on another branch).
 type blobsReader interface {
 	ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error
+}
+
+// HasReadBlobs reports whether this build's blobio.Reader has ReadBlobs.
+func HasReadBlobs() bool {
+	_, ok := any((*blobio.Reader)(nil)).(blobsReader)
+	return ok
 }
 
 // errBadBlob reports a blob that does not hold what WriteBlobFile wrote
@@ -121,8 +133,8 @@ func checkBlob(off int64, blob []byte) error {
 	return nil
 }
 
-// RunRead drops the file from the page cache, then reads random blobs
-// from it for c.Duration.
+// RunRead drops the file from the page cache (or with c.Cached reads it
+// whole into it), then reads random blobs from it for c.Duration.
 func RunRead(c ReadConfig) (ReadResult, error) {
 	if len(c.Offsets) == 0 || c.Duration <= 0 {
 		return ReadResult{}, fmt.Errorf("ingest: bad read config: %d offsets, duration %v", len(c.Offsets), c.Duration)
@@ -135,6 +147,11 @@ func RunRead(c ReadConfig) (ReadResult, error) {
 	// kernel writes back dirty pages of the range first).
 	if err := DropCache(c.Path); err != nil {
 		return ReadResult{}, err
+	}
+	if c.Cached {
+		if err := warm(c.Path); err != nil {
+			return ReadResult{}, err
+		}
 	}
 	var (
 		res ReadResult
@@ -246,7 +263,7 @@ func (c ReadConfig) pread() (ReadResult, error) {
 			if err != nil && (err != io.EOF || int64(n) < off-lo+blobRecord) {
 				return 0, fmt.Errorf("ingest: pread at %d: %d bytes: %w", lo, n, err)
 			}
-			return int64(n), checkBlob(off, buf.Bytes()[off-lo+hs:][:BlobSize])
+			return BlobSize, checkBlob(off, buf.Bytes()[off-lo+hs:][:BlobSize])
 		}, buf.Free
 	})
 }
@@ -297,4 +314,15 @@ func (c ReadConfig) parallel(newRead func() (read func(off int64) (int64, error)
 		res.Bytes += t.bytes
 	}
 	return res, nil
+}
+
+// warm reads the file at path whole through the page cache.
+func warm(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(io.Discard, f)
+	return err
 }
