@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -169,4 +170,50 @@ func TestRunReadErrors(t *testing.T) {
 	}
 	_, err := RunRead(good)
 	assert.NoError(t, err)
+}
+
+// fakeBlobs is ReadBlobs as its contract says, over a ReadBlob, so that
+// the batch path runs before blobio has ReadBlobs.
+type fakeBlobs struct {
+	readBlob func(off int64, dst []byte) ([]byte, error)
+	calls    int
+}
+
+func (f *fakeBlobs) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error {
+	f.calls++
+	var blob []byte
+	for i, off := range offs {
+		var err error
+		if blob, err = f.readBlob(off, blob); err != nil {
+			return err
+		}
+		if err := fn(i, blob); err != nil {
+			return fmt.Errorf("blob %d at %d: %w", i, off, err)
+		}
+	}
+	return nil
+}
+
+func TestBatches(t *testing.T) {
+	path, offs := writeBlobFile(t, 1<<20)
+	r, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	f := &fakeBlobs{readBlob: r.ReadBlob}
+	c := ReadConfig{Path: path, Offsets: offs, Method: ReadBlobs, Batch: 8, Duration: 10 * time.Millisecond}
+	res, err := c.batches(f)
+	require.NoError(t, err)
+	assert.Positive(t, f.calls)
+	assert.Equal(t, int64(f.calls*c.Batch), res.Reads, "every offset of every call counts")
+	assert.Equal(t, res.Reads*BlobSize, res.Bytes)
+	assert.GreaterOrEqual(t, res.Elapsed, c.Duration)
+
+	// A read error, and a wrong blob, stop the run with the error.
+	c.Offsets = []int64{1 << 40}
+	_, err = c.batches(f)
+	assert.ErrorIs(t, err, blobio.ErrOffset)
+	c.Offsets = offs[1:2]
+	wrong := func(_ int64, dst []byte) ([]byte, error) { return r.ReadBlob(offs[0], dst) }
+	_, err = c.batches(&fakeBlobs{readBlob: wrong})
+	assert.ErrorIs(t, err, errBadBlob)
 }
