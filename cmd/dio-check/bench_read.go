@@ -186,13 +186,12 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		if err := ingest.DropCache(path); err != nil {
 			return res, err
 		}
-		iops, mibs, err := runFioRead(path, st.Size(), row.readers, b.duration, b.tmp)
+		fr, err := runFioRead(path, st.Size(), row.readers, b.duration, b.tmp)
 		if err != nil {
 			return res, err
 		}
-		res.ValueSize, res.ReadsS, res.MiBs = fioReadBlock, iops, mibs
-		res.Reads = int64(iops * b.duration.Seconds())
-		res.ElapsedMs = float64(b.duration.Microseconds()) / 1000
+		res.ValueSize, res.Reads, res.ElapsedMs = fioReadBlock, fr.TotalIOs, fr.RuntimeMs
+		res.ReadsS, res.MiBs = fr.IOPS, fr.BwBytes/(1<<20)
 		res.PageCacheBytes = -1
 		return res, nil
 	}

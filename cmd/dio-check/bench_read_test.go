@@ -89,7 +89,7 @@ func TestBenchReadTable(t *testing.T) {
 	require.Positive(t, i, out)
 	assert.Greater(t, i, strings.Index(out, "In Neon's layout"), "the read table comes after the ingest tables")
 	reads := out[i:]
-	assert.Contains(t, reads, "reads/s  MiB/s  × fio  × pread  page cache")
+	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× pread +page cache\n`, reads)
 	assert.Regexp(t, `ReadBlob +16 +std-fs +\d+ +\d+\.\d `, reads)
 	assert.Regexp(t, `ReadBlob +1 +std-fs\+cached +\d+ `, reads)
 	if !testenv.RejectsDirect() {

@@ -60,12 +60,12 @@ const fioReadBlock = 4096
 
 // runFioRead reads the file at path, which holds size bytes, at random in
 // requests of fioReadBlock bytes at queue depth qd for d, and returns
-// fio's reads/s and MiB/s. fio only reads: the file is ours (in a
+// what fio measured. fio only reads: the file is ours (in a
 // directory the caller tracks), and fio is killed on a signal as the
 // write reference is.
-func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles) (float64, float64, error) {
+func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles) (fioRead, error) {
 	if size < fioReadBlock {
-		return 0, 0, fmt.Errorf("fio: %s is shorter than one %d-byte read", path, fioReadBlock)
+		return fioRead{}, fmt.Errorf("fio: %s is shorter than one %d-byte read", path, fioReadBlock)
 	}
 	// fio would extend a file shorter than its size; it reads whole blocks.
 	size -= size % fioReadBlock
@@ -76,24 +76,29 @@ func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles
 		"--bs="+strconv.Itoa(fioReadBlock), "--iodepth="+strconv.Itoa(qd), "--size="+strconv.FormatInt(size, 10),
 		"--time_based", "--runtime="+strconv.FormatInt(max(d.Milliseconds(), 1), 10)+"ms")
 	if err != nil {
-		return 0, 0, err
+		return fioRead{}, err
 	}
-	if job.Read.IOPS <= 0 {
-		return 0, 0, errors.New("fio: no read result")
+	if job.Read.IOPS <= 0 || job.Read.TotalIOs <= 0 {
+		return fioRead{}, errors.New("fio: no read result")
 	}
-	return job.Read.IOPS, job.Read.BwBytes / (1 << 20), nil
+	return job.Read, nil
 }
 
 // fioJob is the part of fio's JSON output the bench reads.
 type fioJob struct {
-	Error int `json:"error"`
-	Read  struct {
-		BwBytes float64 `json:"bw_bytes"`
-		IOPS    float64 `json:"iops"`
-	} `json:"read"`
+	Error int     `json:"error"`
+	Read  fioRead `json:"read"`
 	Write struct {
 		BwBytes float64 `json:"bw_bytes"`
 	} `json:"write"`
+}
+
+// fioRead is fio's account of a job's reads.
+type fioRead struct {
+	BwBytes   float64 `json:"bw_bytes"`
+	IOPS      float64 `json:"iops"`
+	TotalIOs  int64   `json:"total_ios"`
+	RuntimeMs float64 `json:"runtime"`
 }
 
 // fio runs one fio job with args and returns its result. fio runs as a

@@ -20,6 +20,11 @@ var errNoFio = errors.New("fio: io_uring needs Linux")
 
 func runFio(string, int, int64, *tempFiles) (float64, error) { return 0, errNoFio }
 
-func runFioRead(string, int64, int, time.Duration, *tempFiles) (float64, float64, error) {
-	return 0, 0, errNoFio
+type fioRead struct {
+	BwBytes, IOPS, RuntimeMs float64
+	TotalIOs                 int64
+}
+
+func runFioRead(string, int64, int, time.Duration, *tempFiles) (fioRead, error) {
+	return fioRead{}, errNoFio
 }

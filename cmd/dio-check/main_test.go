@@ -259,8 +259,8 @@ func interruptBenchWhen(t *testing.T, dir string, sig syscall.Signal, ready func
 	if !seen {
 		cmd.Process.Kill()
 		cmd.Wait()
+		t.Fatalf("the bench never made %s (stderr: %s)", want, stderr.String())
 	}
-	require.True(t, seen, "the bench never made %s (stderr: %s)", want, stderr.String())
 	time.Sleep(settle)
 	require.NoError(t, cmd.Process.Signal(sig))
 	err := cmd.Wait()
