@@ -93,8 +93,8 @@ func TestBenchReadTable(t *testing.T) {
 	assert.Regexp(t, `ReadBlob +16 +std-fs +\d+ +\d+\.\d `, reads)
 	assert.Regexp(t, `ReadBlob +1 +std-fs\+cached +\d+ `, reads)
 	if !testenv.RejectsDirect() {
-		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d\.\d\d|-) +\d\.\d\d +0\n`, reads, "× pread beside pread's row")
-		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d\.\d\d|-) +1\.00 +0\n`, reads)
+		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +\d+\.\d\d +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row")
+		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +1\.00 +(0|\d+\.\dMiB)\n`, reads)
 	}
 	if haveFio() && !testenv.RejectsDirect() {
 		for _, qd := range fioReadDepths {
