@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/internal/ingest"
@@ -28,20 +29,32 @@ type BenchResult struct {
 	PageCacheBytes int64   `json:"page_cache_bytes"`
 	OutputBytes    int64   `json:"output_bytes"`
 	ElapsedMs      float64 `json:"elapsed_ms"`
+
+	// The read workload's rows also say who read (ingest.ReadBlob,
+	// ingest.ReadBlobs, ingest.Pread or "fio randread"), from how many
+	// goroutines (fio: its queue depth), in batches of how many offsets
+	// (ReadBlobs), and how many reads per second.
+	Reader  string  `json:"reader,omitempty"`
+	Readers int     `json:"readers,omitempty"`
+	Batch   int     `json:"batch,omitempty"`
+	Reads   int64   `json:"reads,omitempty"`
+	ReadsS  float64 `json:"reads_s,omitempty"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per run")
-	sizeFlag := fs.String("size", "128MiB", "payload to ingest per run")
+	sizeFlag := fs.String("size", "128MiB", "payload to ingest per run; for read, the blob file (default "+sizeName(readFileSize)+")")
+	workloadFlag := fs.String("workload", strings.Join(append(slices.Clone(ingest.Workloads), ingest.Read), ","), "workloads, comma-separated")
+	duration := fs.Duration("duration", time.Second, "how long each read row reads")
 	value := fs.Int("value", 100, "bytes per value")
 	buffersFlag := fs.String("buffers", "8KiB,64KiB", "buffer sizes, comma-separated")
 	runs := fs.Int("runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
 	depth := fs.Int("depth", 0, "buffers per file, filled in ring order and written in merged groups (0: the default)")
-	withFio := fs.Bool("fio", true, "also run fio (io_uring, O_DIRECT, QD4, end fsync) as a reference row, if it is installed")
+	withFio := fs.Bool("fio", true, "also run fio as reference rows, if it is installed (writes: io_uring, O_DIRECT, QD4, end fsync; reads: randread 4KiB at QD 1, 16, 32)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] [-depth 0] [-fio=true] DIR")
+		fmt.Fprintln(stderr, "usage: dio-check bench [-json] [-workload seq-no-delta,seq,read] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] [-depth 0] [-duration 1s] [-fio=true] DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -73,6 +86,27 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	if *runs < 1 {
 		return usageError{"-runs must be at least 1"}
 	}
+	var workloads []string
+	withRead := false
+	for _, w := range strings.Split(*workloadFlag, ",") {
+		switch w = strings.TrimSpace(w); {
+		case w == ingest.Read:
+			withRead = true
+		case slices.Contains(ingest.Workloads, w):
+			workloads = append(workloads, w)
+		default:
+			return usageError{fmt.Sprintf("-workload: %q is none of %s, %s", w, strings.Join(ingest.Workloads, ", "), ingest.Read)}
+		}
+	}
+	if *duration <= 0 {
+		return usageError{"-duration must be positive"}
+	}
+	readSize := int64(readFileSize)
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "size" {
+			readSize = size
+		}
+	})
 	if err := checkDir(dir); err != nil {
 		return err
 	}
@@ -98,7 +132,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	}
 	skipped := map[string]string{}
 	for run := range *runs {
-		for _, w := range ingest.Workloads {
+		for _, w := range workloads {
 			for _, buf := range buffers {
 				for _, e := range ingest.Engines {
 					if _, ok := skipped[e.Name]; ok {
@@ -139,6 +173,17 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			}
 		}
 	}
+	ingestResults := len(results)
+	rb := readBench{dir: dir, size: readSize, runs: *runs, duration: *duration, withFio: *withFio,
+		tmp: tmp, skipped: skipped, report: report}
+	if progress {
+		rb.progress = stderr
+	}
+	if withRead {
+		if err := rb.run(); err != nil {
+			return err
+		}
+	}
 	if progress {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -146,7 +191,15 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		fmt.Fprintf(stderr, "dio-check: skipped %s: %s\n", name, why)
 	}
 	if !*asJSON {
-		printBench(stdout, dir, size, *value, *runs, buffers, results)
+		if len(workloads) > 0 {
+			printBench(stdout, dir, size, *value, *runs, buffers, results[:ingestResults])
+		}
+		if withRead {
+			if len(workloads) > 0 {
+				fmt.Fprintln(stdout)
+			}
+			printReads(stdout, rb, results[ingestResults:])
+		}
 	}
 	return nil
 }

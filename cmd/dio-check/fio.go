@@ -5,12 +5,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dio-storage/dio/internal/ingest"
 )
@@ -36,10 +38,74 @@ func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, error) {
 	if err := ingest.Settle(dir); err != nil {
 		return 0, err
 	}
-	cmd := exec.Command("fio", "--name=dio-check", "--directory="+work, "--filename=data",
+	job, err := fio(tmp, "--name=dio-check", "--directory="+work, "--filename=data",
 		"--ioengine=io_uring", "--direct=1", "--rw=write", "--iodepth=4", "--end_fsync=1",
-		"--bs="+strconv.Itoa(bs), "--size="+strconv.FormatInt(size, 10), "--output-format=json")
-	// fio dies with us, whatever kills us.
+		"--bs="+strconv.Itoa(bs), "--size="+strconv.FormatInt(size, 10))
+	if err != nil {
+		return 0, err
+	}
+	if job.Write.BwBytes <= 0 {
+		return 0, errors.New("fio: no write result")
+	}
+	return job.Write.BwBytes / (1 << 20), nil
+}
+
+// fioReadEngine names the read reference rows: fio randread, 4 KiB
+// requests through io_uring and O_DIRECT at a queue depth of readers.
+const fioReadEngine = "fio io_uring"
+
+// fioReadBlock is the reference rows' request size: fio's bs=4k, the
+// page a 4,000-byte blob and its header about fill.
+const fioReadBlock = 4096
+
+// runFioRead reads the file at path, which holds size bytes, at random in
+// requests of fioReadBlock bytes at queue depth qd for d, and returns
+// what fio measured. fio only reads: the file is ours (in a
+// directory the caller tracks), and fio is killed on a signal as the
+// write reference is.
+func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles) (fioRead, error) {
+	if size < fioReadBlock {
+		return fioRead{}, fmt.Errorf("fio: %s is shorter than one %d-byte read", path, fioReadBlock)
+	}
+	// fio would extend a file shorter than its size; it reads whole blocks.
+	size -= size % fioReadBlock
+	// fio splits --filename at colons unless they are escaped.
+	name := strings.ReplaceAll(path, ":", `\:`)
+	job, err := fio(tmp, "--name=dio-check-read", "--filename="+name, "--readonly",
+		"--ioengine=io_uring", "--direct=1", "--rw=randread", "--norandommap", "--randrepeat=0",
+		"--bs="+strconv.Itoa(fioReadBlock), "--iodepth="+strconv.Itoa(qd), "--size="+strconv.FormatInt(size, 10),
+		"--time_based", "--runtime="+strconv.FormatInt(max(d.Milliseconds(), 1), 10)+"ms")
+	if err != nil {
+		return fioRead{}, err
+	}
+	if job.Read.IOPS <= 0 || job.Read.TotalIOs <= 0 {
+		return fioRead{}, errors.New("fio: no read result")
+	}
+	return job.Read, nil
+}
+
+// fioJob is the part of fio's JSON output the bench reads.
+type fioJob struct {
+	Error int     `json:"error"`
+	Read  fioRead `json:"read"`
+	Write struct {
+		BwBytes float64 `json:"bw_bytes"`
+	} `json:"write"`
+}
+
+// fioRead is fio's account of a job's reads.
+type fioRead struct {
+	BwBytes   float64 `json:"bw_bytes"`
+	IOPS      float64 `json:"iops"`
+	TotalIOs  int64   `json:"total_ios"`
+	RuntimeMs float64 `json:"runtime"`
+}
+
+// fio runs one fio job with args and returns its result. fio runs as a
+// process tmp tracks, so that a signal kills it before the files are
+// removed, and dies with us, whatever kills us.
+func fio(tmp *tempFiles, args ...string) (fioJob, error) {
+	cmd := exec.Command("fio", append(args, "--output-format=json")...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -48,24 +114,19 @@ func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, error) {
 		err = tmp.wait(cmd)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("fio: %v: %s", err, strings.ReplaceAll(strings.TrimSpace(stderr.String()), "\n", "; "))
+		return fioJob{}, fmt.Errorf("fio: %v: %s", err, strings.ReplaceAll(strings.TrimSpace(stderr.String()), "\n", "; "))
 	}
 	out := stdout.Bytes()
 	var res struct {
-		Jobs []struct {
-			Error int `json:"error"`
-			Write struct {
-				BwBytes float64 `json:"bw_bytes"`
-			} `json:"write"`
-		} `json:"jobs"`
+		Jobs []fioJob `json:"jobs"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		return 0, fmt.Errorf("fio: reading its JSON: %w", err)
+		return fioJob{}, fmt.Errorf("fio: reading its JSON: %w", err)
 	}
-	if len(res.Jobs) != 1 || res.Jobs[0].Error != 0 || res.Jobs[0].Write.BwBytes <= 0 {
-		return 0, fmt.Errorf("fio: no write result in %s", out)
+	if len(res.Jobs) != 1 || res.Jobs[0].Error != 0 {
+		return fioJob{}, fmt.Errorf("fio: no result in %s", out)
 	}
-	return res.Jobs[0].Write.BwBytes / (1 << 20), nil
+	return res.Jobs[0], nil
 }
 
 // haveFio reports whether fio is on the PATH.

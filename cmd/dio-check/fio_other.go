@@ -2,13 +2,29 @@
 
 package main
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
-const fioEngine = "fio io_uring QD4"
+const (
+	fioEngine     = "fio io_uring QD4"
+	fioReadEngine = "fio io_uring"
+	fioReadBlock  = 4096
+)
 
 // fio's io_uring engine is Linux's.
 func haveFio() bool { return false }
 
-func runFio(string, int, int64, *tempFiles) (float64, error) {
-	return 0, errors.New("fio: io_uring needs Linux")
+var errNoFio = errors.New("fio: io_uring needs Linux")
+
+func runFio(string, int, int64, *tempFiles) (float64, error) { return 0, errNoFio }
+
+type fioRead struct {
+	BwBytes, IOPS, RuntimeMs float64
+	TotalIOs                 int64
+}
+
+func runFioRead(string, int64, int, time.Duration, *tempFiles) (fioRead, error) {
+	return fioRead{}, errNoFio
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,6 +128,8 @@ func TestExitCodes(t *testing.T) {
 		{"bench without dir", []string{"bench"}, 2, "exactly one directory"},
 		{"bench bad size", []string{"bench", "-size", "lots", dir}, 2, "-size"},
 		{"bench bad buffers", []string{"bench", "-buffers", "1000", dir}, 2, "-buffers"},
+		{"bench bad workload", []string{"bench", "-workload", "seq,write", dir}, 2, `-workload: "write"`},
+		{"bench bad duration", []string{"bench", "-duration", "0s", dir}, 2, "-duration"},
 	}
 	for _, c := range cases {
 		_, stderr, code := dioCheck(t, c.args...)
@@ -150,7 +153,7 @@ func TestExitCodes(t *testing.T) {
 
 func TestBenchJSON(t *testing.T) {
 	dir := testenv.Dir(t)
-	out, stderr, code := dioCheck(t, "bench", "-json", "-size", "8MiB", dir)
+	out, stderr, code := dioCheck(t, "bench", "-json", "-workload", "seq-no-delta,seq", "-size", "8MiB", dir)
 	require.Equal(t, 0, code, stderr)
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -188,7 +191,7 @@ func TestBenchJSON(t *testing.T) {
 
 func TestBenchTable(t *testing.T) {
 	dir := testenv.Dir(t)
-	out, stderr, code := dioCheck(t, "bench", "-size", "4MiB", "-buffers", "64KiB", dir)
+	out, stderr, code := dioCheck(t, "bench", "-workload", "seq-no-delta,seq", "-size", "4MiB", "-buffers", "64KiB", dir)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "× std-fs+fsync")
 	assert.Contains(t, out, "seq-no-delta")
@@ -205,7 +208,7 @@ func TestBenchTable(t *testing.T) {
 func TestInterruptRemovesFiles(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		dir := testenv.Dir(t)
-		interruptBench(t, dir, sig, "", 30*time.Second, 0, "-size", "16MiB", "-buffers", "8KiB", "-runs", "100")
+		interruptBench(t, dir, sig, "", 30*time.Second, 0, "-workload", "seq-no-delta,seq", "-size", "16MiB", "-buffers", "8KiB", "-runs", "100")
 	}
 }
 
@@ -217,7 +220,7 @@ func TestInterruptDuringFio(t *testing.T) {
 	}
 	dir := testenv.Dir(t)
 	// Wait 20 ms after the directory appears, to let fio start writing.
-	interruptBench(t, dir, syscall.SIGINT, ".dio-check-fio-", 60*time.Second, 20*time.Millisecond, "-size", "64MiB", "-buffers", "64KiB", "-runs", "100")
+	interruptBench(t, dir, syscall.SIGINT, ".dio-check-fio-", 60*time.Second, 20*time.Millisecond, "-workload", "seq-no-delta", "-size", "64MiB", "-buffers", "64KiB", "-runs", "100")
 	out, _ := exec.Command("pgrep", "-f", "fio.*"+dir).Output()
 	assert.Empty(t, strings.TrimSpace(string(out)), "fio outlived the bench")
 }
@@ -228,19 +231,36 @@ func TestInterruptDuringFio(t *testing.T) {
 // dir empty.
 func interruptBench(t *testing.T, dir string, sig syscall.Signal, prefix string, within, settle time.Duration, args ...string) {
 	t.Helper()
+	created := func() bool {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	interruptBenchWhen(t, dir, sig, created, fmt.Sprintf("a file named %q...", prefix), within, settle, args...)
+}
+
+// interruptBenchWhen is interruptBench that waits for ready, which checks
+// for what want describes, instead of a file.
+func interruptBenchWhen(t *testing.T, dir string, sig syscall.Signal, ready func() bool, want string, within, settle time.Duration, args ...string) {
+	t.Helper()
 	cmd := exec.Command(binary, append(append([]string{"bench"}, args...), dir)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	seen := false
 	for deadline := time.Now().Add(within); !seen && time.Now().Before(deadline); {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			seen = seen || strings.HasPrefix(e.Name(), prefix)
-		}
+		seen = ready()
 		time.Sleep(time.Millisecond)
 	}
-	require.True(t, seen, "the bench never created a file named %q...", prefix)
+	if !seen {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the bench never made %s (stderr: %s)", want, stderr.String())
+	}
 	time.Sleep(settle)
 	require.NoError(t, cmd.Process.Signal(sig))
 	err := cmd.Wait()

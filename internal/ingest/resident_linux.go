@@ -43,3 +43,16 @@ func Settle(dir string) error {
 	defer f.Close()
 	return os.NewSyscallError("syncfs", unix.Syncfs(int(f.Fd())))
 }
+
+// DropCache drops the file at path from the page cache
+// (posix_fadvise POSIX_FADV_DONTNEED), so that the next read of it goes
+// to the device. Only clean pages are dropped: a file written and synced,
+// as WriteBlobFile leaves it, goes entirely.
+func DropCache(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return os.NewSyscallError("fadvise", unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+}

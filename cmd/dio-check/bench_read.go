@@ -1,0 +1,271 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/ingest"
+)
+
+// The read section's shape, from issue 13's targets: one reader and 16
+// sharing a Reader against fio at the same queue depth, and ReadBlobs in
+// batches of 64 against fio at QD32.
+var (
+	readReaders   = []int{1, 16}
+	fioReadDepths = []int{1, 16, 32}
+)
+
+const (
+	readBatch     = 64
+	readBatchQD   = 32        // the fio depth ReadBlobs is measured against
+	readFileSize  = 256 << 20 // the blob file, unless -size says otherwise: issue 13's measurement
+	fioReadReader = "fio randread"
+	preadEngine   = "O_DIRECT"
+
+	// cachedEngine is std-fs reading a file already whole in the page
+	// cache, beside std-fs from cold: what it measures is memory.
+	cachedEngine = "std-fs+cached"
+)
+
+// readEngines are the engine names of the Reader rows: ingest's, with
+// std-fs+cached after std-fs.
+func readEngines() []string {
+	var names []string
+	for _, e := range ingest.ReadEngines {
+		names = append(names, e.Name)
+		if e.Policy == fallback.StdFS {
+			names = append(names, cachedEngine)
+		}
+	}
+	return names
+}
+
+// readRow is one row of the read table.
+type readRow struct {
+	reader  string // ingest.ReadBlob, ingest.ReadBlobs, ingest.Pread or fioReadReader
+	readers int    // goroutines, or fio's queue depth
+	batch   int
+	engine  string
+}
+
+func (r readRow) matches(b BenchResult) bool {
+	return b.Workload == ingest.Read && b.Reader == r.reader && b.Readers == r.readers && b.Batch == r.batch && b.Engine == r.engine
+}
+
+// readRows lists the rows in the order every round runs them.
+func readRows(withFio bool) []readRow {
+	var rows []readRow
+	for _, e := range readEngines() {
+		for _, n := range readReaders {
+			rows = append(rows, readRow{ingest.ReadBlob, n, 0, e})
+		}
+		rows = append(rows, readRow{ingest.ReadBlobs, 1, readBatch, e})
+	}
+	for _, n := range readReaders {
+		rows = append(rows, readRow{ingest.Pread, n, 0, preadEngine})
+	}
+	if withFio {
+		for _, qd := range fioReadDepths {
+			rows = append(rows, readRow{fioReadReader, qd, 0, fioReadEngine})
+		}
+	}
+	return rows
+}
+
+// readBench is the read section's configuration.
+type readBench struct {
+	dir      string
+	size     int64 // of the blob file
+	runs     int
+	duration time.Duration // per row
+	withFio  bool
+	progress io.Writer // nil: no progress line
+	tmp      *tempFiles
+	skipped  map[string]string // why a row's engine or reader did not run, by name
+	report   func(BenchResult) error
+}
+
+// run writes one blob file into a directory of its own and reads it back
+// with every row, round after round, and removes it.
+func (b readBench) run() error {
+	// As for fio's writes, a directory of ours: if a signal removes it
+	// before the blob file or fio opens, they fail instead of leaving a file.
+	work := tempName(b.dir, ".dio-check-read-")
+	if err := b.tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
+		return err
+	}
+	defer b.tmp.remove(work)
+	path := filepath.Join(work, "blobs")
+	if b.progress != nil {
+		fmt.Fprintf(b.progress, "\r\033[Kread: writing a %s blob file", sizeName(int(b.size)))
+	}
+	offs, err := ingest.WriteBlobFile(path, b.size)
+	if err != nil {
+		return fmt.Errorf("read: writing the blob file: %w", err)
+	}
+	if !ingest.HasReadBlobs() {
+		b.skipped[ingest.ReadBlobs] = "this build's blobio.Reader has no ReadBlobs"
+	}
+	for run := range b.runs {
+		for _, row := range readRows(b.withFio) {
+			if b.skip(row) {
+				continue
+			}
+			if b.progress != nil {
+				fmt.Fprintf(b.progress, "\r\033[Kread run %d/%d: %s", run+1, b.runs, row.label())
+			}
+			res, err := b.measure(row, path, offs, run)
+			if errors.Is(err, ingest.ErrUnavailable) {
+				b.skipped[row.skipKey()] = err.Error()
+				continue
+			}
+			if err != nil && row.reader == fioReadReader { // such as O_DIRECT refused: the rows above say so
+				b.skipped[fioReadEngine] = err.Error()
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read, %s: %w", row.label(), err)
+			}
+			res.Run = run + 1
+			if err := b.report(res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b readBench) skip(row readRow) bool {
+	for _, k := range []string{row.skipKey(), row.reader} {
+		if _, ok := b.skipped[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// skipKey names what a row needs: its engine, or for the references the
+// reference itself.
+func (r readRow) skipKey() string {
+	if r.reader == ingest.Pread {
+		return ingest.Pread
+	}
+	return r.engine
+}
+
+func (r readRow) label() string {
+	switch r.reader {
+	case ingest.ReadBlobs:
+		return fmt.Sprintf("ReadBlobs(%d), %s", r.batch, r.engine)
+	case fioReadReader:
+		return fmt.Sprintf("%s QD%d", fioReadReader, r.readers)
+	}
+	return fmt.Sprintf("%s ×%d, %s", r.reader, r.readers, r.engine)
+}
+
+// measure runs one row.
+func (b readBench) measure(row readRow, path string, offs []int64, run int) (BenchResult, error) {
+	res := BenchResult{Workload: ingest.Read, ValueSize: ingest.BlobSize, Bytes: b.size, Engine: row.engine,
+		Reader: row.reader, Readers: row.readers, Batch: row.batch}
+	if row.reader == fioReadReader {
+		st, err := os.Stat(path)
+		if err != nil {
+			return res, err
+		}
+		// fio reads the device, which DropCache leaves no page cache in front of
+		// for O_DIRECT; it is dropped for symmetry with the other rows.
+		if err := ingest.DropCache(path); err != nil {
+			return res, err
+		}
+		fr, err := runFioRead(path, st.Size(), row.readers, b.duration, b.tmp)
+		if err != nil {
+			return res, err
+		}
+		res.ValueSize, res.Reads, res.ElapsedMs = fioReadBlock, fr.TotalIOs, fr.RuntimeMs
+		res.ReadsS, res.MiBs = fr.IOPS, fr.BwBytes/(1<<20)
+		res.PageCacheBytes = -1
+		return res, nil
+	}
+	c := ingest.ReadConfig{Path: path, Offsets: offs, Method: row.reader, Readers: row.readers, Batch: row.batch,
+		Duration: b.duration, Seed: uint64(run)}
+	if row.reader != ingest.Pread {
+		name := row.engine
+		if name == cachedEngine {
+			name, c.Cached = "std-fs", true
+		}
+		i := slices.IndexFunc(ingest.ReadEngines, func(e ingest.Engine) bool { return e.Name == name })
+		c.Engine = ingest.ReadEngines[i]
+	}
+	r, err := ingest.RunRead(c)
+	if err != nil {
+		return res, err
+	}
+	res.Reads, res.ReadsS, res.MiBs = r.Reads, r.ReadsPerSec(), r.MiBs()
+	res.ElapsedMs = float64(r.Elapsed.Microseconds()) / 1000
+	res.PageCacheBytes = r.PageCacheBytes
+	return res, nil
+}
+
+// printReads prints the median of each read row over the runs, with its
+// ratios to fio at the same queue depth and to pread from as many
+// goroutines.
+func printReads(w io.Writer, b readBench, results []BenchResult) {
+	fsName, _ := direct.Filesystem(b.dir)
+	fmt.Fprintf(w, "dio-check bench: random reads of %d-byte blobs from a %s blob file on %s (%s), %v per row, median of %d run(s)\n",
+		ingest.BlobSize, sizeName(int(b.size)), b.dir, fsName, b.duration, b.runs)
+	fmt.Fprintf(w, "(the file is dropped from the page cache before every row, std-fs's too, and read whole into it for %s;\n", cachedEngine)
+	fmt.Fprintf(w, "page cache: what the row left there, where std-fs's read-ahead shows)\n\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× pread\tpage cache\t")
+	median := func(row readRow) (float64, float64, int64, bool) {
+		var rs, ms []float64
+		var pc int64
+		for _, r := range results {
+			if row.matches(r) {
+				rs, ms = append(rs, r.ReadsS), append(ms, r.MiBs)
+				pc = max(pc, r.PageCacheBytes)
+			}
+		}
+		if len(rs) == 0 {
+			return 0, 0, 0, false
+		}
+		slices.Sort(rs)
+		slices.Sort(ms)
+		return rs[len(rs)/2], ms[len(ms)/2], pc, true
+	}
+	for _, row := range readRows(true) {
+		rs, ms, pc, ok := median(row)
+		if !ok {
+			continue
+		}
+		qd, goroutines := row.readers, row.readers
+		reader, readers := row.reader, strconv.Itoa(row.readers)
+		cached := "0"
+		if pc > 0 {
+			cached = fmt.Sprintf("%.1fMiB", float64(pc)/(1<<20))
+		}
+		switch row.reader {
+		case ingest.ReadBlobs:
+			qd = readBatchQD
+			reader = fmt.Sprintf("ReadBlobs(%d)", row.batch)
+		case fioReadReader:
+			readers, cached = "QD"+readers, "-"
+		}
+		fio, _, _, _ := median(readRow{fioReadReader, qd, 0, fioReadEngine})
+		pread, _, _, _ := median(readRow{ingest.Pread, goroutines, 0, preadEngine})
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%s\t%s\t%s\t\n", reader, readers, row.engine, rs, ms, ratio(rs, fio), ratio(rs, pread), cached)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nreaders: goroutines sharing one Reader (pread: one O_DIRECT file), or fio's iodepth; ReadBlobs(%d): batches of %d random offsets\n", readBatch, readBatch)
+	fmt.Fprintf(w, "from one goroutine, set against fio QD%d; × pread: against pread from as many goroutines. MiB/s: blob bytes returned\n", readBatchQD)
+	fmt.Fprintf(w, "(fio: %d-byte reads, --rw=randread --direct=1 --ioengine=io_uring); pread reads each blob's aligned span.\n", fioReadBlock)
+}
