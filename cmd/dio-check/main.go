@@ -5,12 +5,15 @@
 //
 //	dio-check [-json] [-require direct] DIR...
 //	dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR
+//	dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-engines LIST] [-plot FILE] DIR
 //
 // The probe writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
 // SIGINT and SIGTERM) and reports the filesystem, its block device, the
 // direct-I/O alignment, whether O_DIRECT and io_uring work, and the mode
 // dio would choose. The bench reproduces Neon's bench_ingest on DIR.
+// Pressure measures, in a memory cgroup, what each engine's ingest does to
+// a co-tenant reading a warm file through the page cache; it needs root.
 //
 // Exit status: 0 done; 1 a -require was not met; 2 bad usage or a
 // directory that cannot be probed.
@@ -61,8 +64,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
-	if len(args) > 0 && args[0] == "bench" {
-		return runBench(args[1:], stdout, stderr, tmp)
+	if len(args) > 0 {
+		switch args[0] {
+		case "bench":
+			return runBench(args[1:], stdout, stderr, tmp)
+		case "pressure":
+			return runPressure(args[1:], stdout, stderr, tmp)
+		case pressureChildCmd:
+			return pressureChild(args[1:], stdout)
+		}
 	}
 	return runProbe(args, stdout, stderr, tmp)
 }

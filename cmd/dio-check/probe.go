@@ -49,7 +49,7 @@ func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	asJSON := fs.Bool("json", false, "print one JSON object per directory")
 	require := fs.String("require", "", `"direct": exit 1 unless every directory gets O_DIRECT`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dio-check [-json] [-require direct] DIR...\n       dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR")
+		fmt.Fprintln(stderr, "usage: dio-check [-json] [-require direct] DIR...\n       dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR\n       "+strings.TrimPrefix(pressureUsage, "usage: "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -135,34 +135,47 @@ type Cgroup struct {
 	peak    File // v2: memory.peak, open since ResetPeak
 }
 
+// Choose returns the root of the hierarchy New would use, and its version.
+func Choose(fsys FS, r Roots) (string, Version, error) {
+	switch {
+	case r.V2 != "" && v2Memory(fsys, r.V2):
+		return r.V2, V2, nil
+	case r.V1Memory != "":
+		return r.V1Memory, V1, nil
+	}
+	return "", 0, ErrNoController
+}
+
 // New makes the cgroup name under the hierarchy in r that has the memory
 // controller, v2 first, limited to limit bytes of memory.
 func New(fsys FS, r Roots, name string, limit int64) (*Cgroup, error) {
 	if strings.ContainsRune(name, '/') || name == "" || name == "." || name == ".." {
 		return nil, fmt.Errorf("cgroup: bad name %q", name)
 	}
+	root, v, err := Choose(fsys, r)
+	if err != nil {
+		return nil, err
+	}
 	var c *Cgroup
 	var limitFile string
-	switch {
-	case r.V2 != "" && v2Memory(fsys, r.V2):
+	switch v {
+	case V2:
 		// The root's subtree_control must hand memory to its
 		// children; the root cgroup may, although it has tasks.
-		sub, err := fsys.ReadFile(filepath.Join(r.V2, "cgroup.subtree_control"))
+		sub, err := fsys.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
 		if err != nil {
 			return nil, err
 		}
 		if !hasWord(sub, "memory") {
-			if err := fsys.WriteFile(filepath.Join(r.V2, "cgroup.subtree_control"), []byte("+memory")); err != nil {
+			if err := fsys.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+memory")); err != nil {
 				return nil, fmt.Errorf("cgroup: enabling the v2 memory controller: %w", err)
 			}
 		}
-		c = &Cgroup{Dir: filepath.Join(r.V2, name), Version: V2, root: r.V2, fs: fsys}
+		c = &Cgroup{Dir: filepath.Join(root, name), Version: V2, root: root, fs: fsys}
 		limitFile = "memory.max"
-	case r.V1Memory != "":
-		c = &Cgroup{Dir: filepath.Join(r.V1Memory, name), Version: V1, root: r.V1Memory, fs: fsys}
-		limitFile = "memory.limit_in_bytes"
 	default:
-		return nil, ErrNoController
+		c = &Cgroup{Dir: filepath.Join(root, name), Version: V1, root: root, fs: fsys}
+		limitFile = "memory.limit_in_bytes"
 	}
 	if err := fsys.Mkdir(c.Dir); err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
