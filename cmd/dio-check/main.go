@@ -82,13 +82,37 @@ func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 // created and removed under its lock, which a signal's cleanup takes and
 // keeps until the process exits: nothing is created after that cleanup.
 type tempFiles struct {
-	mu    sync.Mutex
-	paths map[string]struct{}
-	procs map[*os.Process]struct{}
+	mu       sync.Mutex
+	paths    map[string]struct{}
+	removers map[string]func() // how the paths that are not files or directories go (a cgroup)
+	procs    map[*os.Process]struct{}
 }
 
 func newTempFiles() *tempFiles {
-	return &tempFiles{paths: map[string]struct{}{}, procs: map[*os.Process]struct{}{}}
+	return &tempFiles{paths: map[string]struct{}{}, removers: map[string]func(){}, procs: map[*os.Process]struct{}{}}
+}
+
+// makeNewFunc is makeNew for a path that rm removes, rather than
+// os.RemoveAll: a cgroup, whose removal waits for its tasks to leave.
+func (t *tempFiles) makeNewFunc(path string, mk func() error, rm func()) error {
+	err := t.makeNew(path, mk)
+	if err == nil {
+		t.mu.Lock()
+		t.removers[path] = rm
+		t.mu.Unlock()
+	}
+	return err
+}
+
+// removeLocked removes path, tracked, with t.mu held.
+func (t *tempFiles) removeLocked(path string) {
+	if rm, ok := t.removers[path]; ok {
+		rm()
+		delete(t.removers, path)
+	} else {
+		os.RemoveAll(path)
+	}
+	delete(t.paths, path)
 }
 
 // Create tracks path and calls create, which makes it, under the lock; it
@@ -118,16 +142,14 @@ func (t *tempFiles) makeNew(path string, mk func() error) error {
 func (t *tempFiles) remove(path string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	os.RemoveAll(path)
-	delete(t.paths, path)
+	t.removeLocked(path)
 }
 
 func (t *tempFiles) removeAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for p := range t.paths {
-		os.RemoveAll(p)
-		delete(t.paths, p)
+		t.removeLocked(p)
 	}
 }
 
@@ -166,7 +188,7 @@ func (t *tempFiles) removeOnSignal(sigs ...os.Signal) {
 		waitDead(p.Pid)
 	}
 	for p := range t.paths {
-		os.RemoveAll(p)
+		t.removeLocked(p)
 	}
 	fmt.Fprintf(os.Stderr, "dio-check: %v: removed temporary files\n", s)
 	os.Exit(128 + int(s.(syscall.Signal)))

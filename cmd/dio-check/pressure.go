@@ -198,19 +198,22 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	if err != nil {
 		return usageError{"pressure: " + err.Error()}
 	}
-	// The cgroup is tracked like a temporary file: on a signal, once the
-	// child is killed, removing it is an rmdir.
+	// The cgroup is tracked like a temporary file, so that a signal's
+	// cleanup, once it has killed the child, removes it too.
 	name := filepath.Base(tempName("", "dio-check-pressure-"))
 	var cg *cgroup.Cgroup
-	err = tmp.makeNew(filepath.Join(root, name), func() (err error) {
+	err = tmp.makeNewFunc(filepath.Join(root, name), func() (err error) {
 		cg, err = cgroup.New(cgroup.OS{}, roots, name, c.memory)
 		return err
+	}, func() {
+		if err := cg.Remove(); err != nil {
+			fmt.Fprintln(stderr, "dio-check:", err)
+		}
 	})
 	if err != nil {
 		return usageError{"pressure: making the memory cgroup: " + err.Error()}
 	}
 	defer tmp.remove(cg.Dir)
-	defer cg.Remove()
 
 	work := tempName(c.dir, ".dio-pressure-")
 	if err := tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
@@ -220,9 +223,6 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 
 	rows, details, skipped, err := runPressureChild(c, cg, work, stderr, tmp)
 	if err != nil {
-		return err
-	}
-	if err := cg.Remove(); err != nil {
 		return err
 	}
 	for _, s := range skipped {
@@ -350,11 +350,28 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 			ingestCells = fmt.Sprintf("%.0f\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Engine, ingestCells,
-			countName(r.CotenantReadsS), ratio(r.CotenantReadsS, base.CotenantReadsS),
-			usName(r.CotenantP50Us), usName(r.CotenantP99Us), ratio(r.CotenantP99Us, base.CotenantP99Us),
+			countName(r.CotenantReadsS), times(r.CotenantReadsS, base.CotenantReadsS),
+			usName(r.CotenantP50Us), usName(r.CotenantP99Us), times(r.CotenantP99Us, base.CotenantP99Us),
 			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), fmt.Sprintf("%.0fMiB", float64(r.MemoryPeakBytes)/(1<<20)))
 	}
 	tw.Flush()
+}
+
+// times prints a/b with about three significant digits: the harm spans
+// three orders of magnitude either way.
+func times(a, b float64) string {
+	r := a / b
+	switch {
+	case b == 0:
+		return "-"
+	case r >= 100:
+		return fmt.Sprintf("%.0f", r)
+	case r >= 10:
+		return fmt.Sprintf("%.1f", r)
+	case r >= 0.1:
+		return fmt.Sprintf("%.2f", r)
+	}
+	return fmt.Sprintf("%.3f", r)
 }
 
 // usName prints microseconds with three significant digits or so.

@@ -133,6 +133,7 @@ type Cgroup struct {
 	root    string // the hierarchy's root, where Remove moves tasks back
 	fs      FS
 	peak    File // v2: memory.peak, open since ResetPeak
+	tries   int  // Remove's rounds; 0: removeTries
 }
 
 // Choose returns the root of the hierarchy New would use, and its version.
@@ -310,16 +311,21 @@ func (c *Cgroup) Tasks() ([]int, error) {
 	return pids, nil
 }
 
-// removeTries bounds Remove's rounds of moving tasks out: a task that is
-// still exiting keeps the cgroup busy for a moment.
-const removeTries = 50
+// removeTries bounds Remove's rounds of moving tasks out, 20 ms apart: a
+// killed process keeps the cgroup busy until its last thread has exited,
+// which can take a while when it was waiting on writeback.
+const removeTries = 250
 
 // Remove moves any task left in the cgroup back to the hierarchy's root
 // and removes the cgroup. A cgroup already gone is not an error.
 func (c *Cgroup) Remove() error {
 	c.closePeak()
+	tries := c.tries
+	if tries == 0 {
+		tries = removeTries
+	}
 	var err error
-	for range removeTries {
+	for range tries {
 		var pids []int
 		pids, err = c.Tasks()
 		if errors.Is(err, fs.ErrNotExist) {

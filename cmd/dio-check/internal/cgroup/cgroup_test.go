@@ -254,6 +254,7 @@ func TestRemoveStuckTask(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Join(99))
 	f.stuck[99] = true
+	c.tries = 3
 	err = c.Remove()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, syscall.EBUSY), "%v", err)
