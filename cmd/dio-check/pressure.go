@@ -67,6 +67,7 @@ type PressureRow struct {
 // plot and the skipped engines.
 type rowDetail struct {
 	CotenantMaxUs float64     `json:"cotenant_max_us"`
+	HotCached     float64     `json:"hot_cached"` // the least fraction of the hot file in the page cache during the phase
 	Mode          string      `json:"mode"`
 	Hist          []histPoint `json:"hist"`
 }
@@ -186,6 +187,12 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	}
 	if err := checkDir(c.dir); err != nil {
 		return err
+	}
+	// A file in tmpfs or ramfs is memory that reclaim cannot write back
+	// and drop (no swap here): an ingest into it fills the cgroup until
+	// the OOM killer ends the run, which measures nothing of dio's.
+	if fsName, _ := direct.Filesystem(c.dir); fsName == "tmpfs" || fsName == "ramfs" {
+		return usageError{fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)}
 	}
 	if os.Geteuid() != 0 {
 		return usageError{"pressure needs root: it makes a memory cgroup"}
@@ -343,16 +350,16 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\t")
+	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\t")
 	for i, r := range rows {
 		ingestCells := "-\t-\t-"
 		if r.Engine != alone {
 			ingestCells = fmt.Sprintf("%.0f\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Engine, ingestCells,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t\n", r.Engine, ingestCells,
 			countName(r.CotenantReadsS), times(r.CotenantReadsS, base.CotenantReadsS),
 			usName(r.CotenantP50Us), usName(r.CotenantP99Us), times(r.CotenantP99Us, base.CotenantP99Us),
-			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), fmt.Sprintf("%.0fMiB", float64(r.MemoryPeakBytes)/(1<<20)))
+			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), fmt.Sprintf("%.0fMiB", float64(r.MemoryPeakBytes)/(1<<20)), 100*details[i].HotCached)
 	}
 	tw.Flush()
 }

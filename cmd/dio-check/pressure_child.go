@@ -65,6 +65,11 @@ func pressureChild(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer hotf.Close()
+	res, err := newResidency(hotf, *hot)
+	if err != nil {
+		return err
+	}
+	defer res.close()
 
 	d := time.Duration(*seconds) * time.Second
 	for _, phase := range append([]string{alone}, strings.Split(*engines, ",")...) {
@@ -95,9 +100,20 @@ func pressureChild(args []string, stdout io.Writer) error {
 			mode = ing.mode
 		}
 		emit(pressureMsg{Phase: phase, Step: "measuring"})
+		// The least of the hot file the page cache held, sampled once
+		// a second and at the end: what the ingest took from the
+		// co-tenant.
+		minRes := 1.0
+		sample := func() {
+			if f, err := res.fraction(); err == nil {
+				minRes = min(minRes, f)
+			}
+		}
 		h, reads, err := cotenant(hotf, *hot, d, func(s int) {
+			sample()
 			emit(pressureMsg{Phase: phase, Step: "measuring", Elapsed: s})
 		})
+		sample()
 		var st ingestStats
 		if ing != nil {
 			if phase != alone {
@@ -123,7 +139,7 @@ func pressureChild(args []string, stdout io.Writer) error {
 			CotenantP999Us:  us(h.quantile(0.999)),
 			MemoryPeakBytes: peak,
 		}
-		if err := emit(pressureMsg{Row: &row, Detail: &rowDetail{CotenantMaxUs: us(h.max), Mode: mode, Hist: h.points()}}); err != nil {
+		if err := emit(pressureMsg{Row: &row, Detail: &rowDetail{CotenantMaxUs: us(h.max), HotCached: minRes, Mode: mode, Hist: h.points()}}); err != nil {
 			return err
 		}
 	}

@@ -162,9 +162,9 @@ func TestPrintPressure(t *testing.T) {
 		{Engine: "std-fs", IngestMiBs: 700, WriteP99Us: 100, WriteMaxUs: 41000, CotenantReadsS: 2500, CotenantP50Us: 300, CotenantP99Us: 4000, CotenantP999Us: 57000, MemoryPeakBytes: 1 << 30},
 	}
 	var out bytes.Buffer
-	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: t.TempDir()}, 1, rows, []rowDetail{{CotenantMaxUs: 50}, {CotenantMaxUs: 90000}})
+	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: t.TempDir()}, 1, rows, []rowDetail{{CotenantMaxUs: 50, HotCached: 1}, {CotenantMaxUs: 90000, HotCached: 0.031}})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 6, out.String())
-	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB`, lines[4])
-	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1024MiB`, lines[5])
+	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100%`, lines[4])
+	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1024MiB +3%`, lines[5])
 }
