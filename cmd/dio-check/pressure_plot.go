@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,8 +21,8 @@ func plotPressure(c pressureConfig, rows []PressureRow, details []rowDetail) err
 	p.X.Label.Text = "read latency (µs)"
 	p.Y.Label.Text = "fraction of reads slower"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
+	p.X.Tick.Marker, p.Y.Tick.Marker = latencyTicks{}, fractionTicks{}
+	p.Legend.Top = true // the lines fall from the top left: the top right is empty
 	p.Add(plotter.NewGrid())
 	for i, r := range rows {
 		xys := ccdf(details[i].Hist)
@@ -34,7 +37,7 @@ func plotPressure(c pressureConfig, rows []PressureRow, details []rowDetail) err
 		l.Width = vg.Points(1.5)
 		l.Dashes = plotutil.Dashes(i)
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s: p99 %s", r.Engine, usName(r.CotenantP99Us)), l)
+		p.Legend.Add(fmt.Sprintf("%s: p99 %s, %s reads/s", r.Engine, usName(r.CotenantP99Us), countName(r.CotenantReadsS)), l)
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, c.plot)
 }
@@ -57,4 +60,36 @@ func ccdf(ps []histPoint) plotter.XYs {
 		xys = append(xys, plotter.XY{X: max(float64(p.HighNs)/1e3, 0.001), Y: float64(above) / float64(total)})
 	}
 	return xys
+}
+
+// latencyTicks marks each power of ten of microseconds as a duration.
+type latencyTicks struct{}
+
+func (latencyTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := 0.01; v <= hi*10; v *= 10 {
+		if v >= lo/10 {
+			ts = append(ts, plot.Tick{Value: v, Label: usName(v)})
+		}
+	}
+	return ts
+}
+
+// fractionTicks marks each power of ten as a percentage.
+type fractionTicks struct{}
+
+func (fractionTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for k := 0; k <= 9; k++ {
+		v := math.Pow10(-k)
+		if v < lo/10 || v > hi*10 {
+			continue
+		}
+		label := "0." + strings.Repeat("0", max(k-3, 0)) + "1%"
+		if k <= 2 {
+			label = strconv.Itoa(int(math.Pow10(2-k))) + "%"
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: label})
+	}
+	return ts
 }

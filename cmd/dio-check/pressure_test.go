@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -167,4 +168,30 @@ func TestPrintPressure(t *testing.T) {
 	require.Len(t, lines, 6, out.String())
 	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100%`, lines[4])
 	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1024MiB +3%`, lines[5])
+}
+
+func TestPlotPressure(t *testing.T) {
+	var fast, slow histogram
+	for i := range 10000 {
+		fast.record(time.Duration(1000+i%100) * time.Nanosecond)
+		slow.record(time.Duration(1000+i*i) * time.Nanosecond)
+	}
+	rows := []PressureRow{{Engine: alone, CotenantP99Us: 1.1}, {Engine: "std-fs", CotenantP99Us: 4000}}
+	details := []rowDetail{{Hist: fast.points()}, {Hist: slow.points()}}
+	for _, ext := range []string{".png", ".svg"} {
+		path := t.TempDir() + "/p" + ext
+		require.NoError(t, plotPressure(pressureConfig{memory: 1 << 30, hot: 600 << 20, plot: path}, rows, details))
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if ext == ".png" {
+			assert.True(t, bytes.HasPrefix(data, []byte("\x89PNG")), "not a PNG")
+		} else {
+			assert.Contains(t, string(data), "<svg")
+			assert.Contains(t, string(data), "std-fs: p99 4.0ms")
+		}
+	}
+	ticks := fractionTicks{}.Ticks(1e-6, 1)
+	require.NotEmpty(t, ticks)
+	assert.Equal(t, "100%", ticks[0].Label)
+	assert.Equal(t, "0.0001%", ticks[6].Label)
 }
