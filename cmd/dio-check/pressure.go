@@ -221,6 +221,7 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 		return usageError{"pressure: making the memory cgroup: " + err.Error()}
 	}
 	defer tmp.remove(cg.Dir)
+	fmt.Fprintf(stderr, "dio-check pressure: cgroup %s (v%d, %s)\n", cg.Dir, cg.Version, sizeName(int(c.memory)))
 
 	work := tempName(c.dir, ".dio-pressure-")
 	if err := tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -35,14 +37,16 @@ func pressureRoot(t *testing.T) string {
 	return root
 }
 
-// requireNoCgroup fails if a pressure cgroup is left under root.
-func requireNoCgroup(t *testing.T, root string) {
+var cgroupLine = regexp.MustCompile(`dio-check pressure: cgroup (\S+) \(v[12], `)
+
+// requireNoCgroup fails unless the run whose stderr is given named its
+// cgroup, under root, and that cgroup is gone.
+func requireNoCgroup(t *testing.T, root, stderr string) {
 	t.Helper()
-	ents, err := os.ReadDir(root)
-	require.NoError(t, err)
-	for _, e := range ents {
-		assert.False(t, strings.HasPrefix(e.Name(), "dio-check-pressure-"), "cgroup %s left behind", e.Name())
-	}
+	m := cgroupLine.FindStringSubmatch(stderr)
+	require.NotNil(t, m, "no cgroup line in %q", stderr)
+	assert.Equal(t, root, filepath.Dir(m[1]))
+	assert.NoDirExists(t, m[1], "cgroup left behind")
 }
 
 // inMemoryFS skips the test where pressure refuses the directory, after
@@ -112,7 +116,7 @@ func TestPressureRun(t *testing.T) {
 	// Progress on a pipe: a line per phase.
 	assert.Contains(t, stderr, "dio-check pressure: alone: measuring\n")
 	assert.Contains(t, stderr, "dio-check pressure: std-fs: measuring\n")
-	requireNoCgroup(t, root)
+	requireNoCgroup(t, root, stderr)
 	requireEmpty(t, dir)
 }
 
@@ -154,7 +158,7 @@ func TestPressureInterrupt(t *testing.T) {
 			assert.Equal(t, 128+int(sig), ee.ExitCode(), rest.String())
 			assert.Contains(t, rest.String(), "removed temporary files")
 			assert.Empty(t, stdout.String(), "no table from an interrupted run")
-			requireNoCgroup(t, root)
+			requireNoCgroup(t, root, strings.Join(seen, "\n"))
 			requireEmpty(t, dir)
 		})
 	}
