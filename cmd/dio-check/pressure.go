@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -92,6 +93,17 @@ type pressureConfig struct {
 	engines []string
 	plot    string
 	dir     string
+	load    string // the machine's load during the run, for the table's header
+}
+
+// loadAverage returns the one-minute load average, or "?": the numbers in
+// a pressure table are only as quiet as the machine was.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 // minPressureMemory is the smallest -memory: below it the Go runtime and
@@ -229,10 +241,12 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	}
 	defer tmp.remove(work)
 
+	loadBefore := loadAverage()
 	rows, details, skipped, err := runPressureChild(c, cg, work, stderr, tmp)
 	if err != nil {
 		return err
 	}
+	c.load = fmt.Sprintf("load average %s at the start, %s at the end", loadBefore, loadAverage())
 	for _, s := range skipped {
 		fmt.Fprintln(stderr, "dio-check: skipped", s)
 	}
@@ -343,7 +357,11 @@ func (p *progress) done() {
 func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []PressureRow, details []rowDetail) {
 	fsName, _ := direct.Filesystem(c.dir)
 	fmt.Fprintf(w, "dio-check pressure: in a %s memory cgroup (v%d), a co-tenant reads a warm %s file at random, 4 KiB through the page cache,\n", sizeName(int(c.memory)), v, sizeName(int(c.hot)))
-	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine, %d s each, on %s (%s)\n\n", c.seconds, c.dir, fsName)
+	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine, %d s each, on %s (%s)", c.seconds, c.dir, fsName)
+	if c.load != "" {
+		fmt.Fprintf(w, ", %d CPUs, %s", runtime.NumCPU(), c.load)
+	}
+	fmt.Fprint(w, "\n\n")
 	var base PressureRow
 	for _, r := range rows {
 		if r.Engine == alone {
