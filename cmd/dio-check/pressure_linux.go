@@ -10,9 +10,11 @@ import (
 )
 
 // childAttrs makes the measuring process die with dio-check, whatever
-// kills dio-check: a child left running would keep the cgroup busy.
+// kills dio-check (a child left running would keep the cgroup busy), and
+// puts it in its own process group, so that a Ctrl-C reaches dio-check
+// alone, which kills the child and then removes the cgroup.
 func childAttrs(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
 
 // residency reports which part of a file sits in the page cache, through a
