@@ -5,7 +5,7 @@
 //
 //	dio-check [-json] [-require direct] DIR...
 //	dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR
-//	dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-engines LIST] [-plot FILE] DIR
+//	dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-rounds 1] [-engines LIST] [-plot FILE] DIR
 //
 // The probe writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -90,6 +91,7 @@ type pressureConfig struct {
 	memory  int64
 	hot     int64
 	seconds int
+	rounds  int
 	engines []string
 	plot    string
 	dir     string
@@ -110,7 +112,7 @@ func loadAverage() string {
 // the writers' buffers alone crowd the cgroup.
 const minPressureMemory = 64 << 20
 
-const pressureUsage = "usage: dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-engines LIST] [-plot FILE] DIR"
+const pressureUsage = "usage: dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-rounds 1] [-engines LIST] [-plot FILE] DIR"
 
 func parsePressure(args []string, stderr io.Writer) (pressureConfig, error) {
 	var c pressureConfig
@@ -120,6 +122,7 @@ func parsePressure(args []string, stderr io.Writer) (pressureConfig, error) {
 	memory := fs.String("memory", "1GiB", "the memory cgroup's limit")
 	hot := fs.String("hot", "600MiB", "the co-tenant's hot file, warmed into the page cache inside the cgroup")
 	fs.IntVar(&c.seconds, "seconds", 10, "seconds the co-tenant is measured, alone and beside each ingest")
+	fs.IntVar(&c.rounds, "rounds", 1, "rounds, each measuring alone and every engine once, interleaved; the table shows medians")
 	engines := fs.String("engines", "all", "ingest engines, comma-separated: "+engineNames())
 	fs.StringVar(&c.plot, "plot", "", "draw the co-tenant's latency distributions into FILE (.png or .svg)")
 	fs.Usage = func() {
@@ -150,6 +153,8 @@ func parsePressure(args []string, stderr io.Writer) (pressureConfig, error) {
 		return c, usageError{fmt.Sprintf("-hot %s: must be below -memory %s, or the co-tenant cannot stay warm", sizeName(int(c.hot)), sizeName(int(c.memory)))}
 	case c.seconds < 1:
 		return c, usageError{"-seconds must be at least 1"}
+	case c.rounds < 1:
+		return c, usageError{"-rounds must be at least 1"}
 	}
 	if c.engines, err = parseEngines(*engines); err != nil {
 		return c, usageError{"-engines: " + err.Error()}
@@ -277,7 +282,7 @@ func runPressureChild(c pressureConfig, cg *cgroup.Cgroup, work string, stderr i
 	}
 	cmd := exec.Command(exe, pressureChildCmd,
 		"-cgroup", cg.Dir, "-cgroup-version", strconv.Itoa(int(cg.Version)),
-		"-hot", strconv.FormatInt(c.hot, 10), "-seconds", strconv.Itoa(c.seconds),
+		"-hot", strconv.FormatInt(c.hot, 10), "-seconds", strconv.Itoa(c.seconds), "-rounds", strconv.Itoa(c.rounds),
 		"-engines", strings.Join(c.engines, ","), work)
 	cmd.Stderr = stderr
 	childAttrs(cmd)
@@ -292,6 +297,7 @@ func runPressureChild(c pressureConfig, cg *cgroup.Cgroup, work string, stderr i
 	var rows []PressureRow
 	var details []rowDetail
 	var skipped []string
+	seen := map[string]bool{}
 	dec := json.NewDecoder(out)
 	var derr error
 	for {
@@ -303,7 +309,10 @@ func runPressureChild(c pressureConfig, cg *cgroup.Cgroup, work string, stderr i
 		case m.Row != nil && m.Detail != nil:
 			rows, details = append(rows, *m.Row), append(details, *m.Detail)
 		case m.Skip != "":
-			skipped = append(skipped, m.Skip+": "+m.Why)
+			if !seen[m.Skip] {
+				skipped = append(skipped, m.Skip+": "+m.Why)
+				seen[m.Skip] = true
+			}
 		default:
 			prog.update(m)
 		}
@@ -316,7 +325,57 @@ func runPressureChild(c pressureConfig, cg *cgroup.Cgroup, work string, stderr i
 	if !errors.Is(derr, io.EOF) {
 		return nil, nil, nil, fmt.Errorf("pressure: reading the measuring process: %w", derr)
 	}
+	rows, details = medians(rows, details)
 	return rows, details, skipped, nil
+}
+
+// medians folds the rounds' rows into one per engine, in the order they
+// first ran: each number the median of its rounds (the upper one of an
+// even count), the latency distributions merged, the worst read and the
+// least of the hot file cached the extremes.
+func medians(rows []PressureRow, details []rowDetail) ([]PressureRow, []rowDetail) {
+	var order []string
+	byEngine := map[string][]int{}
+	for i, r := range rows {
+		if _, ok := byEngine[r.Engine]; !ok {
+			order = append(order, r.Engine)
+		}
+		byEngine[r.Engine] = append(byEngine[r.Engine], i)
+	}
+	var outRows []PressureRow
+	var outDetails []rowDetail
+	for _, e := range order {
+		idx := byEngine[e]
+		med := func(f func(PressureRow) float64) float64 {
+			v := make([]float64, len(idx))
+			for j, i := range idx {
+				v[j] = f(rows[i])
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		outRows = append(outRows, PressureRow{
+			Engine:          e,
+			IngestMiBs:      med(func(r PressureRow) float64 { return r.IngestMiBs }),
+			WriteP99Us:      med(func(r PressureRow) float64 { return r.WriteP99Us }),
+			WriteMaxUs:      med(func(r PressureRow) float64 { return r.WriteMaxUs }),
+			CotenantReadsS:  med(func(r PressureRow) float64 { return r.CotenantReadsS }),
+			CotenantP50Us:   med(func(r PressureRow) float64 { return r.CotenantP50Us }),
+			CotenantP99Us:   med(func(r PressureRow) float64 { return r.CotenantP99Us }),
+			CotenantP999Us:  med(func(r PressureRow) float64 { return r.CotenantP999Us }),
+			MemoryPeakBytes: int64(med(func(r PressureRow) float64 { return float64(r.MemoryPeakBytes) })),
+		})
+		d := rowDetail{HotCached: 1, Mode: details[idx[0]].Mode}
+		var h histogram
+		for _, i := range idx {
+			d.CotenantMaxUs = max(d.CotenantMaxUs, details[i].CotenantMaxUs)
+			d.HotCached = min(d.HotCached, details[i].HotCached)
+			h.merge(fromPoints(details[i].Hist))
+		}
+		d.Hist = h.points()
+		outDetails = append(outDetails, d)
+	}
+	return outRows, outDetails
 }
 
 // progress shows the child's phases on stderr: one live line on a
@@ -357,7 +416,11 @@ func (p *progress) done() {
 func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []PressureRow, details []rowDetail) {
 	fsName, _ := direct.Filesystem(c.dir)
 	fmt.Fprintf(w, "dio-check pressure: in a %s memory cgroup (v%d), a co-tenant reads a warm %s file at random, 4 KiB through the page cache,\n", sizeName(int(c.memory)), v, sizeName(int(c.hot)))
-	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine, %d s each, on %s (%s)", c.seconds, c.dir, fsName)
+	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine, %d s each", c.seconds)
+	if c.rounds > 1 {
+		fmt.Fprintf(w, ", medians of %d interleaved rounds", c.rounds)
+	}
+	fmt.Fprintf(w, ", on %s (%s)", c.dir, fsName)
 	if c.load != "" {
 		fmt.Fprintf(w, ", %d CPUs, %s", runtime.NumCPU(), c.load)
 	}

@@ -41,6 +41,7 @@ func pressureChild(args []string, stdout io.Writer) error {
 	cgVersion := fs.Int("cgroup-version", 0, "its version")
 	hot := fs.Int64("hot", 0, "hot file bytes")
 	seconds := fs.Int("seconds", 0, "seconds per phase")
+	rounds := fs.Int("rounds", 1, "rounds")
 	engines := fs.String("engines", "", "engines")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
@@ -71,10 +72,38 @@ func pressureChild(args []string, stdout io.Writer) error {
 	}
 	defer res.close()
 
-	d := time.Duration(*seconds) * time.Second
-	for _, phase := range append([]string{alone}, strings.Split(*engines, ",")...) {
-		emit(pressureMsg{Phase: phase, Step: "warming the hot file"})
-		if err := warm(hotf, *hot); err != nil {
+	m := &measurer{hotf: hotf, hot: *hot, res: res, work: work, cg: cg, d: time.Duration(*seconds) * time.Second, emit: emit}
+	phases := append([]string{alone}, strings.Split(*engines, ",")...)
+	for round := 1; round <= *rounds; round++ {
+		if err := m.round(phases, round, *rounds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measurer is what every phase of the measuring process uses.
+type measurer struct {
+	hotf *os.File
+	hot  int64
+	res  *residency
+	work string
+	cg   *cgroup.Cgroup
+	d    time.Duration
+	emit func(pressureMsg) error
+}
+
+// round measures the co-tenant alone and beside each engine once.
+func (m *measurer) round(phases []string, round, rounds int) error {
+	hotf, hot, res, work, cg, d, emit := m.hotf, m.hot, m.res, m.work, m.cg, m.d, m.emit
+	var err error
+	for _, phase := range phases {
+		label := phase
+		if rounds > 1 {
+			label = fmt.Sprintf("round %d/%d: %s", round, rounds, phase)
+		}
+		emit(pressureMsg{Phase: label, Step: "warming the hot file"})
+		if err := warm(hotf, hot); err != nil {
 			return err
 		}
 		// Start from a clean filesystem: the last phase's writeback
@@ -99,7 +128,7 @@ func pressureChild(args []string, stdout io.Writer) error {
 			}
 			mode = ing.mode
 		}
-		emit(pressureMsg{Phase: phase, Step: "measuring"})
+		emit(pressureMsg{Phase: label, Step: "measuring"})
 		// The least of the hot file the page cache held, sampled once
 		// a second and at the end: what the ingest took from the
 		// co-tenant.
@@ -109,16 +138,14 @@ func pressureChild(args []string, stdout io.Writer) error {
 				minRes = min(minRes, f)
 			}
 		}
-		h, reads, err := cotenant(hotf, *hot, d, func(s int) {
+		h, reads, err := cotenant(hotf, hot, d, func(s int) {
 			sample()
-			emit(pressureMsg{Phase: phase, Step: "measuring", Elapsed: s})
+			emit(pressureMsg{Phase: label, Step: "measuring", Elapsed: s})
 		})
 		sample()
 		var st ingestStats
 		if ing != nil {
-			if phase != alone {
-				emit(pressureMsg{Phase: phase, Step: "closing the ingest"})
-			}
+			emit(pressureMsg{Phase: label, Step: "closing the ingest"})
 			st, err = ing.stop(err)
 		}
 		if err != nil {

@@ -66,7 +66,7 @@ func TestPressureRun(t *testing.T) {
 	root := pressureRoot(t)
 	dir := testenv.Dir(t)
 	inMemoryFS(t, dir)
-	out, stderr, code := dioCheck(t, "pressure", "-json", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir)
+	out, stderr, code := dioCheck(t, "pressure", "-json", "-seconds", "1", "-rounds", "2", "-memory", "256MiB", "-hot", "64MiB", dir)
 	require.Equal(t, 0, code, stderr)
 	t.Logf("%s%s", out, stderr)
 
@@ -113,9 +113,10 @@ func TestPressureRun(t *testing.T) {
 		assert.NotContains(t, engines, "std-fs+dontcache", "%s refuses RWF_DONTCACHE", testenv.FS())
 		assert.Contains(t, stderr, "skipped std-fs+dontcache")
 	}
-	// Progress on a pipe: a line per phase.
-	assert.Contains(t, stderr, "dio-check pressure: alone: measuring\n")
-	assert.Contains(t, stderr, "dio-check pressure: std-fs: measuring\n")
+	// Progress on a pipe: a line per phase; the rows are one per
+	// engine, the medians of both rounds.
+	assert.Contains(t, stderr, "dio-check pressure: round 1/2: alone: measuring\n")
+	assert.Contains(t, stderr, "dio-check pressure: round 2/2: std-fs: measuring\n")
 	requireNoCgroup(t, root, stderr)
 	requireEmpty(t, dir)
 }

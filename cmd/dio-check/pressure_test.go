@@ -118,11 +118,11 @@ func TestParsePressure(t *testing.T) {
 	dir := t.TempDir()
 	c, err := parsePressure([]string{dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, dir: dir}, c)
+	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, dir: dir}, c)
 
-	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-engines", "std-fs", "-plot", "p.svg", dir}, &bytes.Buffer{})
+	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-rounds", "3", "-engines", "std-fs", "-plot", "p.svg", dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, engines: []string{"std-fs"}, plot: "p.svg", dir: dir}, c)
+	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, plot: "p.svg", dir: dir}, c)
 
 	for _, tc := range []struct {
 		args []string
@@ -136,6 +136,7 @@ func TestParsePressure(t *testing.T) {
 		{[]string{"-hot", "1000", dir}, "multiple of 4KiB"},
 		{[]string{"-hot", "1GiB", dir}, "below -memory"},
 		{[]string{"-seconds", "0", dir}, "-seconds"},
+		{[]string{"-rounds", "0", dir}, "-rounds"},
 		{[]string{"-engines", "std-fs,bogus", dir}, `unknown engine "bogus"`},
 		{[]string{"-plot", "p.jpg", dir}, ".png or .svg"},
 		{[]string{"-bogus", dir}, "bogus"},
@@ -194,4 +195,45 @@ func TestPlotPressure(t *testing.T) {
 	require.NotEmpty(t, ticks)
 	assert.Equal(t, "100%", ticks[0].Label)
 	assert.Equal(t, "0.0001%", ticks[6].Label)
+}
+
+func TestMedians(t *testing.T) {
+	hist := func(us ...int) []histPoint {
+		var h histogram
+		for _, u := range us {
+			h.record(time.Duration(u) * time.Microsecond)
+		}
+		return h.points()
+	}
+	// Two engines over three rounds, interleaved as the child runs them.
+	rows := []PressureRow{
+		{Engine: alone, CotenantReadsS: 300, CotenantP99Us: 3},
+		{Engine: "std-fs", CotenantReadsS: 10, CotenantP99Us: 900, IngestMiBs: 700, MemoryPeakBytes: 1 << 30},
+		{Engine: alone, CotenantReadsS: 100, CotenantP99Us: 9},
+		{Engine: "std-fs", CotenantReadsS: 30, CotenantP99Us: 100, IngestMiBs: 500, MemoryPeakBytes: 1 << 29},
+		{Engine: alone, CotenantReadsS: 200, CotenantP99Us: 6},
+		{Engine: "std-fs", CotenantReadsS: 20, CotenantP99Us: 500, IngestMiBs: 600, MemoryPeakBytes: 1 << 28},
+	}
+	details := []rowDetail{
+		{CotenantMaxUs: 5, HotCached: 1, Hist: hist(1, 2)},
+		{CotenantMaxUs: 9000, HotCached: 0.5, Hist: hist(3), Mode: "std-fs"},
+		{CotenantMaxUs: 7, HotCached: 1, Hist: hist(1)},
+		{CotenantMaxUs: 100, HotCached: 0.02, Hist: hist(4)},
+		{CotenantMaxUs: 6, HotCached: 0.9, Hist: hist(2)},
+		{CotenantMaxUs: 200, HotCached: 1, Hist: hist(5)},
+	}
+	got, gotDetails := medians(rows, details)
+	require.Len(t, got, 2)
+	assert.Equal(t, PressureRow{Engine: alone, CotenantReadsS: 200, CotenantP99Us: 6}, got[0])
+	assert.Equal(t, PressureRow{Engine: "std-fs", CotenantReadsS: 20, CotenantP99Us: 500, IngestMiBs: 600, MemoryPeakBytes: 1 << 29}, got[1])
+	assert.Equal(t, 7.0, gotDetails[0].CotenantMaxUs, "the worst read of any round")
+	assert.Equal(t, 0.9, gotDetails[0].HotCached, "the least cached of any round")
+	assert.Equal(t, 0.02, gotDetails[1].HotCached)
+	assert.Equal(t, "std-fs", gotDetails[1].Mode)
+	assert.EqualValues(t, 4, fromPoints(gotDetails[0].Hist).n, "every round's reads in the distribution")
+	assert.EqualValues(t, 3, fromPoints(gotDetails[1].Hist).n)
+
+	// One round: the rows as they were.
+	one, _ := medians(rows[:2], details[:2])
+	assert.Equal(t, rows[:2], one)
 }
