@@ -37,6 +37,10 @@ func pressureRoot(t *testing.T) string {
 	return root
 }
 
+// peakSlack is how far a cgroup's recorded peak may pass its limit: a
+// charge batch (MEMCG_CHARGE_BATCH, 64 pages) at most.
+const peakSlack = 64 * 4096
+
 var cgroupLine = regexp.MustCompile(`dio-check pressure: cgroup (\S+) \(v[12], `)
 
 // requireNoCgroup fails unless the run whose stderr is given named its
@@ -87,9 +91,11 @@ func TestPressureRun(t *testing.T) {
 		assert.GreaterOrEqual(t, row["cotenant_p99_us"], row["cotenant_p50_us"], e)
 		assert.GreaterOrEqual(t, row["cotenant_p999_us"], row["cotenant_p99_us"], e)
 		peak := row["memory_peak_bytes"].(float64)
-		// The hot file was charged to the cgroup, and the limit held.
+		// The hot file was charged to the cgroup, and the limit held
+		// (measured: v1's max_usage_in_bytes overshoots it by a page
+		// now and then, as a charge lands before reclaim catches up).
 		assert.Greater(t, peak, float64(64<<20), e)
-		assert.LessOrEqual(t, peak, float64(256<<20), e)
+		assert.LessOrEqual(t, peak, float64(256<<20+peakSlack), e)
 		if e == alone {
 			assert.Zero(t, row["ingest_mib_s"])
 			assert.Zero(t, row["write_max_us"])
