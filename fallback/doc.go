@@ -4,7 +4,10 @@
 // Policy Auto tries O_DIRECT with io_uring, degrades to O_DIRECT with the
 // pwrite engine when io_uring is unavailable, and to the page cache (std-fs)
 // when the filesystem rejects O_DIRECT (ramfs, some FUSE and overlay
-// setups). Direct never degrades to the page cache; StdFS always uses it.
+// setups). There it prefers uncached buffered writes (RWF_DONTCACHE, Linux
+// 6.14 and later), probed with a real write per file, over the plain page
+// cache. Direct never degrades to the page cache; StdFS always uses it;
+// DontCache uses uncached writes where the filesystem takes them.
 // Every File, direct or not, honours the same contract, so callers such as
 // blobio and ephemeral run unchanged on either path.
 package fallback

@@ -21,7 +21,8 @@ func ExampleOpen() {
 	}
 	defer f.Close()
 	// With fallback.Auto this would read "direct+io_uring" on a disk that
-	// takes O_DIRECT, or "std-fs: ramfs rejected O_DIRECT: invalid argument".
+	// takes O_DIRECT, or "std-fs: ramfs rejected O_DIRECT: invalid argument;
+	// RWF_DONTCACHE: operation not supported".
 	fmt.Println(f.Mode())
 	// Output: std-fs
 }

@@ -24,6 +24,12 @@ const (
 	// works: for comparing engines, and for sandboxes that allow io_uring
 	// but make it slow.
 	DirectPwrite
+
+	// DontCache is std-fs with uncached buffered writes (RWF_DONTCACHE,
+	// Linux 6.14 and later): the kernel writes the data back and drops
+	// it from the page cache at once. Where the filesystem refuses the
+	// flag it is the plain page cache, and Mode says why.
+	DontCache
 )
 
 func (p Policy) String() string {
@@ -36,27 +42,35 @@ func (p Policy) String() string {
 		return "std-fs"
 	case DirectPwrite:
 		return "direct+pwrite"
+	case DontCache:
+		return "std-fs+dontcache"
 	}
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
 // Mode is the I/O path a File uses, and why when it is not the best one.
 type Mode struct {
-	Direct bool              // O_DIRECT is set
-	Engine direct.EngineKind // the engine its queues use
-	Reason string            // why the path is degraded; empty when it is not
+	Direct    bool              // O_DIRECT is set
+	DontCache bool              // without O_DIRECT: writes carry RWF_DONTCACHE
+	Engine    direct.EngineKind // the engine its queues use
+	Reason    string            // why the path is degraded; empty when it is not
 }
 
-// Name returns "direct+io_uring", "direct+pwrite" or "std-fs".
+// Name returns "direct+io_uring", "direct+pwrite", "std-fs+dontcache" or
+// "std-fs".
 func (m Mode) Name() string {
-	if !m.Direct {
-		return "std-fs"
+	switch {
+	case m.Direct:
+		return "direct+" + m.Engine.String()
+	case m.DontCache:
+		return "std-fs+dontcache"
 	}
-	return "direct+" + m.Engine.String()
+	return "std-fs"
 }
 
 // String returns the name and, when degraded, the reason:
-// "std-fs: ramfs rejected O_DIRECT: invalid argument".
+// "std-fs: ramfs rejected O_DIRECT: invalid argument; RWF_DONTCACHE:
+// operation not supported".
 func (m Mode) String() string {
 	if m.Reason == "" {
 		return m.Name()
@@ -113,6 +127,8 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 	switch p {
 	case StdFS:
 		return openStd(name, flag, perm, "")
+	case DontCache:
+		return openDontCache(name, flag, perm, "")
 	case Auto, Direct, DirectPwrite:
 	default:
 		return nil, fmt.Errorf("fallback: unknown policy %v", p)
@@ -126,7 +142,7 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 	}
 	if err != nil {
 		if p == Auto && errors.Is(err, direct.ErrNotSupported) {
-			return openStd(name, flag, perm, rejection(name, err))
+			return openDontCache(name, flag, perm, rejection(name, err))
 		}
 		return nil, err
 	}
@@ -145,6 +161,52 @@ func openStd(name string, flag int, perm os.FileMode, reason string) (File, erro
 		return nil, err
 	}
 	return &file{File: direct.FromOS(f), mode: Mode{Engine: direct.EnginePwrite, Reason: reason}}, nil
+}
+
+// openDontCache opens a std-fs file whose writes carry RWF_DONTCACHE where
+// a real write with the flag succeeds, else a plain std-fs file. why is
+// the reason O_DIRECT was not used, if it was tried.
+func openDontCache(name string, flag int, perm os.FileMode, why string) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	df := direct.FromOS(f)
+	perr := probeDontCache(f, flag)
+	if perr != nil {
+		reason := "RWF_DONTCACHE: " + perr.Error()
+		if why != "" {
+			reason = why + "; " + reason
+		}
+		return &file{File: df, mode: Mode{Engine: direct.EnginePwrite, Reason: reason}}, nil
+	}
+	return &uncached{file{File: df, mode: Mode{DontCache: true, Engine: direct.EnginePwrite, Reason: why}}}, nil
+}
+
+// uncached is a std-fs file whose writes, through WriteAt and its queues,
+// carry RWF_DONTCACHE. Reads go through the page cache as usual.
+type uncached struct{ file }
+
+// WriteAt writes p at off with pwritev2(RWF_DONTCACHE), resuming short
+// writes.
+func (f *uncached) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &os.PathError{Op: "pwritev2", Path: f.Name(), Err: direct.ErrNegativeOffset}
+	}
+	n, err := pwriteDontCache(f.OS(), p, off)
+	if err != nil {
+		return n, &os.PathError{Op: "pwritev2", Path: f.Name(), Err: err}
+	}
+	return n, nil
+}
+
+func (f *uncached) NewQueue(o *direct.QueueOptions) (direct.Queue, error) {
+	var opts direct.QueueOptions
+	if o != nil {
+		opts = *o
+	}
+	opts.WriteFlags |= rwfDontCache
+	return f.file.NewQueue(&opts)
 }
 
 // probe reads the first block of a non-empty file: some filesystems accept

@@ -18,7 +18,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	for _, p := range []fallback.Policy{fallback.Auto, fallback.StdFS} {
+	for _, p := range []fallback.Policy{fallback.Auto, fallback.StdFS, fallback.DontCache} {
 		t.Run(p.String(), func(t *testing.T) {
 			filetest.Run(t, testenv.Dir(t), func(t *testing.T, path string, flag int) filetest.File {
 				f, err := fallback.Open(path, flag, 0o644, p)
@@ -44,7 +44,12 @@ func TestAutoMode(t *testing.T) {
 		assert.False(t, m.Direct)
 		assert.Equal(t, "std-fs", m.Name())
 		fsName, _ := direct.Filesystem(dir)
-		assert.Equal(t, "std-fs: "+fsName+" rejected O_DIRECT: invalid argument", m.String())
+		want := fsName + " rejected O_DIRECT: invalid argument"
+		if dontCacheErr(t, dir) == "" {
+			assert.Equal(t, "std-fs+dontcache: "+want, m.String())
+		} else {
+			assert.Equal(t, "std-fs: "+want+"; RWF_DONTCACHE: "+dontCacheErr(t, dir), m.String())
+		}
 		assert.Equal(t, direct.Alignment{Memory: 1, Offset: 1}, f.Alignment())
 	} else {
 		require.NoError(t, derr)
@@ -57,7 +62,8 @@ func TestAutoMode(t *testing.T) {
 		}
 	}
 	if testenv.RejectsDirect() {
-		assert.Equal(t, "std-fs: ramfs rejected O_DIRECT: invalid argument", m.String())
+		// Measured: ramfs refuses RWF_DONTCACHE as well as O_DIRECT.
+		assert.Equal(t, "std-fs: ramfs rejected O_DIRECT: invalid argument; RWF_DONTCACHE: operation not supported", m.String())
 	}
 	if testenv.FS() == "btrfs" && direct.URingError() == nil {
 		assert.Equal(t, direct.EnginePwrite, m.Engine, "btrfs avoids io_uring")
@@ -119,7 +125,7 @@ func TestStdFSPolicy(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	dir := testenv.Dir(t)
-	for _, p := range []fallback.Policy{fallback.Auto, fallback.Direct, fallback.StdFS} {
+	for _, p := range []fallback.Policy{fallback.Auto, fallback.Direct, fallback.StdFS, fallback.DontCache} {
 		_, err := fallback.Open(filepath.Join(dir, "missing"), os.O_RDONLY, 0, p)
 		assert.ErrorIs(t, err, fs.ErrNotExist, "policy %v", p)
 	}
@@ -138,6 +144,11 @@ func TestModeString(t *testing.T) {
 		{fallback.Mode{Direct: true, Engine: direct.EnginePwrite, Reason: "io_uring_setup: operation not permitted"}, "direct+pwrite: io_uring_setup: operation not permitted"},
 		{fallback.Mode{Engine: direct.EnginePwrite, Reason: "ramfs rejected O_DIRECT: invalid argument"}, "std-fs: ramfs rejected O_DIRECT: invalid argument"},
 		{fallback.Mode{Engine: direct.EnginePwrite}, "std-fs"},
+		{fallback.Mode{DontCache: true, Engine: direct.EnginePwrite}, "std-fs+dontcache"},
+		{fallback.Mode{DontCache: true, Engine: direct.EnginePwrite, Reason: "ramfs rejected O_DIRECT: invalid argument"}, "std-fs+dontcache: ramfs rejected O_DIRECT: invalid argument"},
+		{fallback.Mode{Engine: direct.EnginePwrite, Reason: "RWF_DONTCACHE: operation not supported"}, "std-fs: RWF_DONTCACHE: operation not supported"},
+		// Direct wins over a stray DontCache: O_DIRECT bypasses the cache anyway.
+		{fallback.Mode{Direct: true, DontCache: true, Engine: direct.EnginePwrite}, "direct+pwrite"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, c.m.String())

@@ -5,12 +5,15 @@
 //
 //	dio-check [-json] [-require direct] DIR...
 //	dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR
+//	dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-rounds 1] [-engines LIST] [-plot FILE] DIR
 //
 // The probe writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
 // SIGINT and SIGTERM) and reports the filesystem, its block device, the
 // direct-I/O alignment, whether O_DIRECT and io_uring work, and the mode
 // dio would choose. The bench reproduces Neon's bench_ingest on DIR.
+// Pressure measures, in a memory cgroup, what each engine's ingest does to
+// a co-tenant reading a warm file through the page cache; it needs root.
 //
 // Exit status: 0 done; 1 a -require was not met; 2 bad usage or a
 // directory that cannot be probed.
@@ -61,8 +64,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
-	if len(args) > 0 && args[0] == "bench" {
-		return runBench(args[1:], stdout, stderr, tmp)
+	if len(args) > 0 {
+		switch args[0] {
+		case "bench":
+			return runBench(args[1:], stdout, stderr, tmp)
+		case "pressure":
+			return runPressure(args[1:], stdout, stderr, tmp)
+		case pressureChildCmd:
+			return pressureChild(args[1:], stdout)
+		}
 	}
 	return runProbe(args, stdout, stderr, tmp)
 }
@@ -72,13 +82,37 @@ func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 // created and removed under its lock, which a signal's cleanup takes and
 // keeps until the process exits: nothing is created after that cleanup.
 type tempFiles struct {
-	mu    sync.Mutex
-	paths map[string]struct{}
-	procs map[*os.Process]struct{}
+	mu       sync.Mutex
+	paths    map[string]struct{}
+	removers map[string]func() // how the paths that are not files or directories go (a cgroup)
+	procs    map[*os.Process]struct{}
 }
 
 func newTempFiles() *tempFiles {
-	return &tempFiles{paths: map[string]struct{}{}, procs: map[*os.Process]struct{}{}}
+	return &tempFiles{paths: map[string]struct{}{}, removers: map[string]func(){}, procs: map[*os.Process]struct{}{}}
+}
+
+// makeNewFunc is makeNew for a path that rm removes, rather than
+// os.RemoveAll: a cgroup, whose removal waits for its tasks to leave.
+func (t *tempFiles) makeNewFunc(path string, mk func() error, rm func()) error {
+	err := t.makeNew(path, mk)
+	if err == nil {
+		t.mu.Lock()
+		t.removers[path] = rm
+		t.mu.Unlock()
+	}
+	return err
+}
+
+// removeLocked removes path, tracked, with t.mu held.
+func (t *tempFiles) removeLocked(path string) {
+	if rm, ok := t.removers[path]; ok {
+		rm()
+		delete(t.removers, path)
+	} else {
+		os.RemoveAll(path)
+	}
+	delete(t.paths, path)
 }
 
 // Create tracks path and calls create, which makes it, under the lock; it
@@ -108,16 +142,14 @@ func (t *tempFiles) makeNew(path string, mk func() error) error {
 func (t *tempFiles) remove(path string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	os.RemoveAll(path)
-	delete(t.paths, path)
+	t.removeLocked(path)
 }
 
 func (t *tempFiles) removeAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for p := range t.paths {
-		os.RemoveAll(p)
-		delete(t.paths, p)
+		t.removeLocked(p)
 	}
 }
 
@@ -156,7 +188,7 @@ func (t *tempFiles) removeOnSignal(sigs ...os.Signal) {
 		waitDead(p.Pid)
 	}
 	for p := range t.paths {
-		os.RemoveAll(p)
+		t.removeLocked(p)
 	}
 	fmt.Fprintf(os.Stderr, "dio-check: %v: removed temporary files\n", s)
 	os.Exit(128 + int(s.(syscall.Signal)))

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dio-storage/dio/aligned"
@@ -32,6 +33,8 @@ type Probe struct {
 	MinWriteAlign int    `json:"min_write_align"`
 	IOURing       bool   `json:"io_uring"`
 	IOURingError  string `json:"io_uring_error,omitempty"`
+	DontCache     bool   `json:"dontcache"` // buffered writes with RWF_DONTCACHE work
+	DontCacheErr  string `json:"dontcache_error,omitempty"`
 	Mode          string `json:"mode"`
 	Reason        string `json:"reason"`
 }
@@ -46,7 +49,7 @@ func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	asJSON := fs.Bool("json", false, "print one JSON object per directory")
 	require := fs.String("require", "", `"direct": exit 1 unless every directory gets O_DIRECT`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dio-check [-json] [-require direct] DIR...\n       dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR")
+		fmt.Fprintln(stderr, "usage: dio-check [-json] [-require direct] DIR...\n       dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR\n       "+strings.TrimPrefix(pressureUsage, "usage: "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -148,6 +151,9 @@ func probe(dir string, tmp *tempFiles) (Probe, error) {
 
 	p.probeDirect(path)
 	p.probeURing(path)
+	if err := p.probeDontCache(path); err != nil {
+		return p, err
+	}
 
 	f, err := fallback.Open(path, os.O_RDWR, 0, fallback.Auto)
 	if err != nil {
@@ -199,6 +205,25 @@ func (p *Probe) probeDirect(path string) {
 			break
 		}
 	}
+}
+
+// probeDontCache asks fallback for uncached buffered writes on the empty
+// probe file, which it grants after a real write with RWF_DONTCACHE.
+func (p *Probe) probeDontCache(path string) error {
+	if err := os.Truncate(path, 0); err != nil {
+		return err
+	}
+	f, err := fallback.Open(path, os.O_RDWR, 0, fallback.DontCache)
+	if err != nil {
+		return err
+	}
+	m := f.Mode()
+	f.Close()
+	p.DontCache = m.DontCache
+	if !p.DontCache {
+		p.DontCacheErr = strings.TrimPrefix(m.Reason, "RWF_DONTCACHE: ")
+	}
+	return nil
 }
 
 // probeURing writes one block through a real ring: on the direct file where
@@ -279,6 +304,11 @@ func printProbes(w io.Writer, probes []Probe) {
 		}
 		if p.IOURingError != "" {
 			fmt.Fprintf(w, "  io_uring: %s\n", p.IOURingError)
+		}
+		if p.DontCache {
+			fmt.Fprintf(w, "  RWF_DONTCACHE: yes (uncached buffered writes work)\n")
+		} else {
+			fmt.Fprintf(w, "  RWF_DONTCACHE: no: %s\n", p.DontCacheErr)
 		}
 	}
 }

@@ -1,0 +1,264 @@
+package cgroup
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeFS is a cgroupfs in a temporary directory: Mkdir populates the
+// control files the kernel would, a pid written to a cgroup.procs leaves
+// every other one, and Rmdir refuses a cgroup that still has tasks.
+type fakeFS struct {
+	t       *testing.T
+	root    string
+	version Version
+	stuck   map[int]bool // pids that cannot be moved (EPERM)
+	refuse  string       // a control file whose writes fail (EINVAL)
+	resets  int          // writes through OpenRW
+}
+
+func newFake(t *testing.T, v Version) *fakeFS {
+	f := &fakeFS{t: t, root: t.TempDir(), version: v, stuck: map[int]bool{}}
+	f.populate(f.root)
+	return f
+}
+
+func (f *fakeFS) populate(dir string) {
+	files := map[string]string{"cgroup.procs": ""}
+	if f.version == V2 {
+		files["memory.max"], files["memory.peak"], files["memory.current"] = "max\n", "0\n", "0\n"
+		if dir == f.root {
+			files["cgroup.controllers"], files["cgroup.subtree_control"] = "cpuset cpu io memory pids\n", "\n"
+		}
+	} else {
+		files["memory.limit_in_bytes"], files["memory.max_usage_in_bytes"], files["memory.usage_in_bytes"] = "9223372036854771712\n", "0\n", "0\n"
+	}
+	for name, v := range files {
+		require.NoError(f.t, os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644))
+	}
+}
+
+func (f *fakeFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+func (f *fakeFS) WriteFile(name string, data []byte) error {
+	if _, err := os.Stat(name); err != nil {
+		return err
+	}
+	base := filepath.Base(name)
+	if base == f.refuse {
+		return &os.PathError{Op: "write", Path: name, Err: syscall.EINVAL}
+	}
+	switch base {
+	case "cgroup.procs":
+		pid, err := strconv.Atoi(string(data))
+		if err != nil {
+			return &os.PathError{Op: "write", Path: name, Err: syscall.EINVAL}
+		}
+		if f.stuck[pid] {
+			return &os.PathError{Op: "write", Path: name, Err: syscall.EPERM}
+		}
+		f.forget(pid)
+		return f.appendPid(name, pid)
+	case "cgroup.subtree_control":
+		return os.WriteFile(name, []byte(strings.TrimPrefix(string(data), "+")+"\n"), 0o644)
+	}
+	return os.WriteFile(name, append(data, '\n'), 0o644)
+}
+
+// forget takes pid out of every cgroup.procs under the root.
+func (f *fakeFS) forget(pid int) {
+	filepath.WalkDir(f.root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "cgroup.procs" {
+			return err
+		}
+		pids := f.pids(path)
+		if i := slices.Index(pids, pid); i >= 0 {
+			f.writePids(path, slices.Delete(pids, i, i+1))
+		}
+		return nil
+	})
+}
+
+func (f *fakeFS) pids(path string) []int {
+	data, err := os.ReadFile(path)
+	require.NoError(f.t, err)
+	var pids []int
+	for _, s := range strings.Fields(string(data)) {
+		n, err := strconv.Atoi(s)
+		require.NoError(f.t, err)
+		pids = append(pids, n)
+	}
+	return pids
+}
+
+func (f *fakeFS) writePids(path string, pids []int) {
+	var b strings.Builder
+	for _, p := range pids {
+		b.WriteString(strconv.Itoa(p) + "\n")
+	}
+	require.NoError(f.t, os.WriteFile(path, []byte(b.String()), 0o644))
+}
+
+func (f *fakeFS) appendPid(path string, pid int) error {
+	f.writePids(path, append(f.pids(path), pid))
+	return nil
+}
+
+func (f *fakeFS) Mkdir(name string) error {
+	if err := os.Mkdir(name, 0o755); err != nil {
+		return err
+	}
+	f.populate(name)
+	return nil
+}
+
+func (f *fakeFS) Rmdir(name string) error {
+	if _, err := os.Stat(name); err != nil {
+		return err
+	}
+	if len(f.pids(filepath.Join(name, "cgroup.procs"))) > 0 {
+		return &os.PathError{Op: "rmdir", Path: name, Err: syscall.EBUSY}
+	}
+	return os.RemoveAll(name)
+}
+
+type fakePeak struct {
+	f    *fakeFS
+	path string
+}
+
+func (p *fakePeak) ReadAt(b []byte, off int64) (int, error) {
+	data, err := os.ReadFile(p.path)
+	if err != nil {
+		return 0, err
+	}
+	return copy(b, data[off:]), nil
+}
+
+func (p *fakePeak) Write(b []byte) (int, error) { p.f.resets++; return len(b), nil }
+func (p *fakePeak) Close() error                { return nil }
+
+func (f *fakeFS) OpenRW(name string) (File, error) {
+	if _, err := os.Stat(name); err != nil {
+		return nil, err
+	}
+	return &fakePeak{f: f, path: name}, nil
+}
+
+func (f *fakeFS) read(t *testing.T, path ...string) string {
+	data, err := os.ReadFile(filepath.Join(append([]string{f.root}, path...)...))
+	require.NoError(t, err)
+	return strings.TrimSpace(string(data))
+}
+
+func TestParseMountinfo(t *testing.T) {
+	// From this machine: v1 controllers, and an unified hierarchy
+	// without any.
+	info := `24 31 0:22 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw
+29 24 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+30 29 0:27 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate
+33 29 0:30 / /sys/fs/cgroup/cpu rw,nosuid,nodev,noexec,relatime shared:14 - cgroup cgroup rw,cpu
+38 29 0:35 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:19 - cgroup cgroup rw,memory
+39 29 0:36 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:20 - cgroup cgroup rw,pids
+`
+	assert.Equal(t, Roots{V2: "/sys/fs/cgroup/unified", V1Memory: "/sys/fs/cgroup/memory"}, parseMountinfo([]byte(info)))
+	assert.Equal(t, Roots{}, parseMountinfo([]byte("garbage\n\n1 2 3 - cgroup\n")))
+}
+
+func TestV2(t *testing.T) {
+	f := newFake(t, V2)
+	f.appendPid(filepath.Join(f.root, "cgroup.procs"), 4242)
+	c, err := New(f, Roots{V2: f.root}, "dio-test", 256<<20)
+	require.NoError(t, err)
+	assert.Equal(t, V2, c.Version)
+	assert.Equal(t, filepath.Join(f.root, "dio-test"), c.Dir)
+	assert.Equal(t, "memory", f.read(t, "cgroup.subtree_control"), "the memory controller was not handed to children")
+	assert.Equal(t, strconv.Itoa(256<<20), f.read(t, "dio-test", "memory.max"))
+	limit, err := c.Limit()
+	require.NoError(t, err)
+	assert.EqualValues(t, 256<<20, limit)
+
+	require.NoError(t, c.Join(4242))
+	assert.Equal(t, "4242", f.read(t, "dio-test", "cgroup.procs"))
+	assert.Empty(t, f.read(t, "cgroup.procs"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(c.Dir, "memory.peak"), []byte("12345\n"), 0o644))
+	require.NoError(t, c.ResetPeak())
+	assert.Equal(t, 1, f.resets, "the peak was not reset through its descriptor")
+	peak, err := c.Peak()
+	require.NoError(t, err)
+	assert.EqualValues(t, 12345, peak)
+
+	// Remove moves the task left inside back to the root first.
+	require.NoError(t, c.Remove())
+	assert.NoDirExists(t, c.Dir)
+	assert.Equal(t, "4242", f.read(t, "cgroup.procs"))
+	require.NoError(t, c.Remove(), "removing a removed cgroup")
+}
+
+func TestV2WithoutMemoryUsesV1(t *testing.T) {
+	v2 := newFake(t, V2)
+	require.NoError(t, os.WriteFile(filepath.Join(v2.root, "cgroup.controllers"), []byte("cpu pids\n"), 0o644))
+	v1 := newFake(t, V1)
+	// One fake per hierarchy: New only touches v2's root to read it.
+	c, err := New(v1, Roots{V2: v2.root, V1Memory: v1.root}, "dio-test", 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, V1, c.Version)
+	assert.Equal(t, strconv.Itoa(1<<30), v1.read(t, "dio-test", "memory.limit_in_bytes"))
+
+	require.NoError(t, c.Join(7))
+	require.NoError(t, os.WriteFile(filepath.Join(c.Dir, "memory.max_usage_in_bytes"), []byte("999\n"), 0o644))
+	require.NoError(t, c.ResetPeak())
+	assert.Equal(t, "0", v1.read(t, "dio-test", "memory.max_usage_in_bytes"), "v1 resets the peak by writing 0")
+	require.NoError(t, c.Remove())
+	assert.NoDirExists(t, c.Dir)
+	assert.Equal(t, "7", v1.read(t, "cgroup.procs"))
+}
+
+func TestNoController(t *testing.T) {
+	_, err := New(OS{}, Roots{}, "dio-test", 1<<30)
+	assert.ErrorIs(t, err, ErrNoController)
+
+	v2 := newFake(t, V2)
+	require.NoError(t, os.WriteFile(filepath.Join(v2.root, "cgroup.controllers"), []byte("cpu\n"), 0o644))
+	_, err = New(v2, Roots{V2: v2.root}, "dio-test", 1<<30)
+	assert.ErrorIs(t, err, ErrNoController)
+	assert.NoDirExists(t, filepath.Join(v2.root, "dio-test"))
+}
+
+func TestNewCleansUpOnError(t *testing.T) {
+	f := newFake(t, V1)
+	f.refuse = "memory.limit_in_bytes"
+	_, err := New(f, Roots{V1Memory: f.root}, "dio-test", 1<<30)
+	require.ErrorIs(t, err, syscall.EINVAL)
+	assert.NoDirExists(t, filepath.Join(f.root, "dio-test"), "a cgroup whose limit failed was left behind")
+
+	for _, bad := range []string{"", ".", "..", "a/b"} {
+		_, err := New(f, Roots{V1Memory: f.root}, bad, 1<<30)
+		assert.Error(t, err, "name %q", bad)
+	}
+}
+
+func TestRemoveStuckTask(t *testing.T) {
+	f := newFake(t, V1)
+	c, err := New(f, Roots{V1Memory: f.root}, "dio-test", 1<<30)
+	require.NoError(t, err)
+	require.NoError(t, c.Join(99))
+	f.stuck[99] = true
+	c.tries = 3
+	err = c.Remove()
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, syscall.EBUSY), "%v", err)
+	delete(f.stuck, 99)
+	require.NoError(t, c.Remove())
+	assert.NoDirExists(t, c.Dir)
+}

@@ -1,0 +1,489 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+)
+
+// pressureChildCmd is the hidden subcommand the pressure command re-runs
+// itself as, inside the cgroup.
+const pressureChildCmd = "__pressure-child"
+
+// alone names the row of the co-tenant measured without an ingest.
+const alone = "alone"
+
+// pressureEngines are the ingest engines, in the order they run, and the
+// fallback policy each opens its blob file with.
+var pressureEngines = []struct {
+	name   string
+	policy fallback.Policy
+}{
+	{"std-fs", fallback.StdFS},
+	{"std-fs+dontcache", fallback.DontCache},
+	{"direct+pwrite", fallback.DirectPwrite},
+	{"direct+io_uring", fallback.Direct},
+}
+
+func enginePolicy(name string) (fallback.Policy, bool) {
+	for _, e := range pressureEngines {
+		if e.name == name {
+			return e.policy, true
+		}
+	}
+	return 0, false
+}
+
+// PressureRow is one row of the pressure table; -json prints one per line
+// with exactly these keys.
+type PressureRow struct {
+	Engine          string  `json:"engine"`
+	IngestMiBs      float64 `json:"ingest_mib_s"`
+	WriteP99Us      float64 `json:"write_p99_us"`
+	WriteMaxUs      float64 `json:"write_max_us"`
+	CotenantReadsS  float64 `json:"cotenant_reads_s"`
+	CotenantP50Us   float64 `json:"cotenant_p50_us"`
+	CotenantP99Us   float64 `json:"cotenant_p99_us"`
+	CotenantP999Us  float64 `json:"cotenant_p999_us"`
+	MemoryPeakBytes int64   `json:"memory_peak_bytes"`
+}
+
+// rowDetail is what the child measured beyond the row: for the table, the
+// plot and the skipped engines.
+type rowDetail struct {
+	CotenantMaxUs float64     `json:"cotenant_max_us"`
+	HotCached     float64     `json:"hot_cached"` // the least fraction of the hot file in the page cache during the phase
+	Mode          string      `json:"mode"`
+	Hist          []histPoint `json:"hist"`
+}
+
+// pressureMsg is one line the child prints for the parent: a phase that
+// starts, a tick while it measures, a skipped engine, or a row.
+type pressureMsg struct {
+	Phase   string       `json:"phase,omitempty"`
+	Step    string       `json:"step,omitempty"`
+	Elapsed int          `json:"elapsed,omitempty"` // whole seconds measured so far
+	Skip    string       `json:"skip,omitempty"`
+	Why     string       `json:"why,omitempty"`
+	Row     *PressureRow `json:"row,omitempty"`
+	Detail  *rowDetail   `json:"detail,omitempty"`
+}
+
+type pressureConfig struct {
+	json    bool
+	memory  int64
+	hot     int64
+	seconds int
+	rounds  int
+	engines []string
+	plot    string
+	dir     string
+	load    string // the machine's load during the run, for the table's header
+}
+
+// loadAverage returns the one-minute load average, or "?": the numbers in
+// a pressure table are only as quiet as the machine was.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// minPressureMemory is the smallest -memory: below it the Go runtime and
+// the writers' buffers alone crowd the cgroup.
+const minPressureMemory = 64 << 20
+
+const pressureUsage = "usage: dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-rounds 1] [-engines LIST] [-plot FILE] DIR"
+
+func parsePressure(args []string, stderr io.Writer) (pressureConfig, error) {
+	var c pressureConfig
+	fs := flag.NewFlagSet("dio-check pressure", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per row")
+	memory := fs.String("memory", "1GiB", "the memory cgroup's limit")
+	hot := fs.String("hot", "600MiB", "the co-tenant's hot file, warmed into the page cache inside the cgroup")
+	fs.IntVar(&c.seconds, "seconds", 10, "seconds the co-tenant is measured, alone and beside each ingest")
+	fs.IntVar(&c.rounds, "rounds", 1, "rounds, each measuring alone and every engine once, interleaved; the table shows medians")
+	engines := fs.String("engines", "all", "ingest engines, comma-separated: "+engineNames())
+	fs.StringVar(&c.plot, "plot", "", "draw the co-tenant's latency distributions into FILE (.png or .svg)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, pressureUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, usageError{err.Error()}
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return c, usageError{"pressure takes exactly one directory"}
+	}
+	c.dir = fs.Arg(0)
+	var err error
+	if c.memory, err = parseSize(*memory); err != nil {
+		return c, usageError{"-memory: " + err.Error()}
+	}
+	if c.hot, err = parseSize(*hot); err != nil {
+		return c, usageError{"-hot: " + err.Error()}
+	}
+	switch {
+	case c.memory < minPressureMemory:
+		return c, usageError{fmt.Sprintf("-memory %s: want at least %s", sizeName(int(c.memory)), sizeName(minPressureMemory))}
+	case c.hot%4096 != 0:
+		return c, usageError{"-hot: want a multiple of 4KiB"}
+	case c.hot >= c.memory:
+		return c, usageError{fmt.Sprintf("-hot %s: must be below -memory %s, or the co-tenant cannot stay warm", sizeName(int(c.hot)), sizeName(int(c.memory)))}
+	case c.seconds < 1:
+		return c, usageError{"-seconds must be at least 1"}
+	case c.rounds < 1:
+		return c, usageError{"-rounds must be at least 1"}
+	}
+	if c.engines, err = parseEngines(*engines); err != nil {
+		return c, usageError{"-engines: " + err.Error()}
+	}
+	if c.plot != "" {
+		if ext := filepath.Ext(c.plot); ext != ".png" && ext != ".svg" {
+			return c, usageError{fmt.Sprintf("-plot %s: want a .png or .svg file", c.plot)}
+		}
+	}
+	return c, nil
+}
+
+func engineNames() string {
+	var names []string
+	for _, e := range pressureEngines {
+		names = append(names, e.name)
+	}
+	return strings.Join(names, ",")
+}
+
+// parseEngines reads -engines: "all", or names from pressureEngines, each
+// once; they run in the order given.
+func parseEngines(s string) ([]string, error) {
+	if s == "all" {
+		return strings.Split(engineNames(), ","), nil
+	}
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if _, ok := enginePolicy(name); !ok {
+			return nil, fmt.Errorf("unknown engine %q (known: %s, or all)", name, engineNames())
+		}
+		for _, o := range out {
+			if o == name {
+				return nil, fmt.Errorf("engine %q given twice", name)
+			}
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
+	c, err := parsePressure(args, stderr)
+	if err != nil {
+		return err
+	}
+	if err := checkDir(c.dir); err != nil {
+		return err
+	}
+	// A file in tmpfs or ramfs is memory that reclaim cannot write back
+	// and drop (no swap here): an ingest into it fills the cgroup until
+	// the OOM killer ends the run, which measures nothing of dio's.
+	if fsName, _ := direct.Filesystem(c.dir); fsName == "tmpfs" || fsName == "ramfs" {
+		return usageError{fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)}
+	}
+	if os.Geteuid() != 0 {
+		return usageError{"pressure needs root: it makes a memory cgroup"}
+	}
+	roots, err := cgroup.Discover()
+	if err != nil {
+		return usageError{"pressure: finding the cgroup hierarchies: " + err.Error()}
+	}
+	root, _, err := cgroup.Choose(cgroup.OS{}, roots)
+	if err != nil {
+		return usageError{"pressure: " + err.Error()}
+	}
+	// The cgroup is tracked like a temporary file, so that a signal's
+	// cleanup, once it has killed the child, removes it too.
+	name := filepath.Base(tempName("", "dio-check-pressure-"))
+	var cg *cgroup.Cgroup
+	err = tmp.makeNewFunc(filepath.Join(root, name), func() (err error) {
+		cg, err = cgroup.New(cgroup.OS{}, roots, name, c.memory)
+		return err
+	}, func() {
+		if err := cg.Remove(); err != nil {
+			fmt.Fprintln(stderr, "dio-check:", err)
+		}
+	})
+	if err != nil {
+		return usageError{"pressure: making the memory cgroup: " + err.Error()}
+	}
+	defer tmp.remove(cg.Dir)
+	fmt.Fprintf(stderr, "dio-check pressure: cgroup %s (v%d, %s)\n", cg.Dir, cg.Version, sizeName(int(c.memory)))
+
+	work := tempName(c.dir, ".dio-pressure-")
+	if err := tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
+		return usageError{fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)}
+	}
+	defer tmp.remove(work)
+
+	loadBefore := loadAverage()
+	rows, details, skipped, err := runPressureChild(c, cg, work, stderr, tmp)
+	if err != nil {
+		return err
+	}
+	c.load = fmt.Sprintf("load average %s at the start, %s at the end", loadBefore, loadAverage())
+	for _, s := range skipped {
+		fmt.Fprintln(stderr, "dio-check: skipped", s)
+	}
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	} else {
+		printPressure(stdout, c, cg.Version, rows, details)
+	}
+	if c.plot != "" {
+		if err := plotPressure(c, rows, details); err != nil {
+			return fmt.Errorf("-plot: %w", err)
+		}
+	}
+	return nil
+}
+
+// runPressureChild runs the work in a child process placed in the cgroup,
+// relaying its progress to stderr, and returns its rows.
+func runPressureChild(c pressureConfig, cg *cgroup.Cgroup, work string, stderr io.Writer, tmp *tempFiles) ([]PressureRow, []rowDetail, []string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmd := exec.Command(exe, pressureChildCmd,
+		"-cgroup", cg.Dir, "-cgroup-version", strconv.Itoa(int(cg.Version)),
+		"-hot", strconv.FormatInt(c.hot, 10), "-seconds", strconv.Itoa(c.seconds), "-rounds", strconv.Itoa(c.rounds),
+		"-engines", strings.Join(c.engines, ","), work)
+	cmd.Stderr = stderr
+	childAttrs(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := tmp.start(cmd); err != nil {
+		return nil, nil, nil, err
+	}
+	prog := newProgress(stderr, c.seconds)
+	var rows []PressureRow
+	var details []rowDetail
+	var skipped []string
+	seen := map[string]bool{}
+	dec := json.NewDecoder(out)
+	var derr error
+	for {
+		var m pressureMsg
+		if derr = dec.Decode(&m); derr != nil {
+			break
+		}
+		switch {
+		case m.Row != nil && m.Detail != nil:
+			rows, details = append(rows, *m.Row), append(details, *m.Detail)
+		case m.Skip != "":
+			if !seen[m.Skip] {
+				skipped = append(skipped, m.Skip+": "+m.Why)
+				seen[m.Skip] = true
+			}
+		default:
+			prog.update(m)
+		}
+	}
+	io.Copy(io.Discard, out)
+	prog.done()
+	if err := tmp.wait(cmd); err != nil {
+		return nil, nil, nil, fmt.Errorf("pressure: the measuring process: %w", err)
+	}
+	if !errors.Is(derr, io.EOF) {
+		return nil, nil, nil, fmt.Errorf("pressure: reading the measuring process: %w", derr)
+	}
+	rows, details = medians(rows, details)
+	return rows, details, skipped, nil
+}
+
+// medians folds the rounds' rows into one per engine, in the order they
+// first ran: each number the median of its rounds (the upper one of an
+// even count), the latency distributions merged, the worst read and the
+// least of the hot file cached the extremes.
+func medians(rows []PressureRow, details []rowDetail) ([]PressureRow, []rowDetail) {
+	var order []string
+	byEngine := map[string][]int{}
+	for i, r := range rows {
+		if _, ok := byEngine[r.Engine]; !ok {
+			order = append(order, r.Engine)
+		}
+		byEngine[r.Engine] = append(byEngine[r.Engine], i)
+	}
+	var outRows []PressureRow
+	var outDetails []rowDetail
+	for _, e := range order {
+		idx := byEngine[e]
+		med := func(f func(PressureRow) float64) float64 {
+			v := make([]float64, len(idx))
+			for j, i := range idx {
+				v[j] = f(rows[i])
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		outRows = append(outRows, PressureRow{
+			Engine:          e,
+			IngestMiBs:      med(func(r PressureRow) float64 { return r.IngestMiBs }),
+			WriteP99Us:      med(func(r PressureRow) float64 { return r.WriteP99Us }),
+			WriteMaxUs:      med(func(r PressureRow) float64 { return r.WriteMaxUs }),
+			CotenantReadsS:  med(func(r PressureRow) float64 { return r.CotenantReadsS }),
+			CotenantP50Us:   med(func(r PressureRow) float64 { return r.CotenantP50Us }),
+			CotenantP99Us:   med(func(r PressureRow) float64 { return r.CotenantP99Us }),
+			CotenantP999Us:  med(func(r PressureRow) float64 { return r.CotenantP999Us }),
+			MemoryPeakBytes: int64(med(func(r PressureRow) float64 { return float64(r.MemoryPeakBytes) })),
+		})
+		d := rowDetail{HotCached: 1, Mode: details[idx[0]].Mode}
+		var h histogram
+		for _, i := range idx {
+			d.CotenantMaxUs = max(d.CotenantMaxUs, details[i].CotenantMaxUs)
+			d.HotCached = min(d.HotCached, details[i].HotCached)
+			h.merge(fromPoints(details[i].Hist))
+		}
+		d.Hist = h.points()
+		outDetails = append(outDetails, d)
+	}
+	return outRows, outDetails
+}
+
+// progress shows the child's phases on stderr: one live line on a
+// terminal, a line per phase and step otherwise.
+type progress struct {
+	w       io.Writer
+	live    bool
+	seconds int
+	last    string
+}
+
+func newProgress(w io.Writer, seconds int) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, live: ok && term.IsTerminal(int(f.Fd())), seconds: seconds}
+}
+
+func (p *progress) update(m pressureMsg) {
+	line := m.Phase + ": " + m.Step
+	if p.live {
+		if m.Elapsed > 0 {
+			line += fmt.Sprintf(" %d/%d s", m.Elapsed, p.seconds)
+		}
+		fmt.Fprintf(p.w, "\r\033[Kdio-check pressure: %s", line)
+		return
+	}
+	if line != p.last {
+		fmt.Fprintf(p.w, "dio-check pressure: %s\n", line)
+		p.last = line
+	}
+}
+
+func (p *progress) done() {
+	if p.live {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []PressureRow, details []rowDetail) {
+	fsName, _ := direct.Filesystem(c.dir)
+	fmt.Fprintf(w, "dio-check pressure: in a %s memory cgroup (v%d), a co-tenant reads a warm %s file at random, 4 KiB through the page cache,\n", sizeName(int(c.memory)), v, sizeName(int(c.hot)))
+	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine, %d s each", c.seconds)
+	if c.rounds > 1 {
+		fmt.Fprintf(w, ", medians of %d interleaved rounds", c.rounds)
+	}
+	fmt.Fprintf(w, ", on %s (%s)", c.dir, fsName)
+	if c.load != "" {
+		fmt.Fprintf(w, ", %d CPUs, %s", runtime.NumCPU(), c.load)
+	}
+	fmt.Fprint(w, "\n\n")
+	var base PressureRow
+	for _, r := range rows {
+		if r.Engine == alone {
+			base = r
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\t")
+	for i, r := range rows {
+		ingestCells := "-\t-\t-"
+		if r.Engine != alone {
+			ingestCells = fmt.Sprintf("%.0f\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t\n", r.Engine, ingestCells,
+			countName(r.CotenantReadsS), times(r.CotenantReadsS, base.CotenantReadsS),
+			usName(r.CotenantP50Us), usName(r.CotenantP99Us), times(r.CotenantP99Us, base.CotenantP99Us),
+			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), fmt.Sprintf("%.0fMiB", float64(r.MemoryPeakBytes)/(1<<20)), 100*details[i].HotCached)
+	}
+	tw.Flush()
+}
+
+// times prints a/b with about three significant digits: the harm spans
+// three orders of magnitude either way.
+func times(a, b float64) string {
+	r := a / b
+	switch {
+	case b == 0:
+		return "-"
+	case r >= 100:
+		return fmt.Sprintf("%.0f", r)
+	case r >= 10:
+		return fmt.Sprintf("%.1f", r)
+	case r >= 0.1:
+		return fmt.Sprintf("%.2f", r)
+	}
+	return fmt.Sprintf("%.3f", r)
+}
+
+// usName prints microseconds with three significant digits or so.
+func usName(us float64) string {
+	d := time.Duration(us * 1e3)
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.0fms", us/1e3)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1fms", us/1e3)
+	case d >= 10*time.Microsecond:
+		return fmt.Sprintf("%.0fµs", us)
+	}
+	return fmt.Sprintf("%.1fµs", us)
+}
+
+// countName prints a rate with thousands separators.
+func countName(v float64) string {
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

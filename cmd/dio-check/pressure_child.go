@@ -1,0 +1,361 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/ingest"
+)
+
+// The co-tenant's and the ingest's shapes, from the issue: 4 KiB random
+// reads of the hot file, 8 KiB blobs.
+const (
+	readSize  = 4096
+	valueSize = 8 << 10
+	// rollBytes bounds one ingest file: past it the writer closes it
+	// (synced), removes it and starts the next, so that a long run does
+	// not fill the disk.
+	rollBytes = 4 << 30
+	hotChunk  = 1 << 20 // bytes per write and read when making and warming the hot file
+)
+
+// pressureChild is the measuring process: it moves itself into the cgroup,
+// makes and warms the hot file there, and measures the co-tenant alone
+// and beside each engine's ingest, printing pressureMsg lines.
+func pressureChild(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(pressureChildCmd, flag.ContinueOnError)
+	cgDir := fs.String("cgroup", "", "the cgroup to join")
+	cgVersion := fs.Int("cgroup-version", 0, "its version")
+	hot := fs.Int64("hot", 0, "hot file bytes")
+	seconds := fs.Int("seconds", 0, "seconds per phase")
+	rounds := fs.Int("rounds", 1, "rounds")
+	engines := fs.String("engines", "", "engines")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() != 1 || *cgDir == "" || *hot < readSize || *seconds < 1 {
+		return usageError{pressureChildCmd + " is run by dio-check pressure"}
+	}
+	work := fs.Arg(0)
+	cg := cgroup.Open(cgroup.OS{}, *cgDir, cgroup.Version(*cgVersion))
+	defer cg.Close()
+	// Before anything is allocated or read: what this process charges
+	// from here on is the cgroup's.
+	if err := cg.Join(os.Getpid()); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	emit := func(m pressureMsg) error { return enc.Encode(m) }
+
+	emit(pressureMsg{Phase: "setup", Step: "writing the hot file"})
+	hotf, err := makeHot(filepath.Join(work, "hot"), *hot)
+	if err != nil {
+		return err
+	}
+	defer hotf.Close()
+	res, err := newResidency(hotf, *hot)
+	if err != nil {
+		return err
+	}
+	defer res.close()
+
+	m := &measurer{hotf: hotf, hot: *hot, res: res, work: work, cg: cg, d: time.Duration(*seconds) * time.Second, emit: emit}
+	phases := append([]string{alone}, strings.Split(*engines, ",")...)
+	for round := 1; round <= *rounds; round++ {
+		if err := m.round(phases, round, *rounds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measurer is what every phase of the measuring process uses.
+type measurer struct {
+	hotf *os.File
+	hot  int64
+	res  *residency
+	work string
+	cg   *cgroup.Cgroup
+	d    time.Duration
+	emit func(pressureMsg) error
+}
+
+// round measures the co-tenant alone and beside each engine once.
+func (m *measurer) round(phases []string, round, rounds int) error {
+	hotf, hot, res, work, cg, d, emit := m.hotf, m.hot, m.res, m.work, m.cg, m.d, m.emit
+	var err error
+	for _, phase := range phases {
+		label := phase
+		if rounds > 1 {
+			label = fmt.Sprintf("round %d/%d: %s", round, rounds, phase)
+		}
+		emit(pressureMsg{Phase: label, Step: "warming the hot file"})
+		if err := warm(hotf, hot); err != nil {
+			return err
+		}
+		// Start from a clean filesystem: the last phase's writeback
+		// is not this one's.
+		if err := ingest.Settle(work); err != nil {
+			return err
+		}
+		if err := cg.ResetPeak(); err != nil {
+			return err
+		}
+		var ing *ingestRun
+		mode := "-"
+		if phase != alone {
+			ing, err = startIngest(work, phase)
+			var un unavailable
+			if errors.As(err, &un) {
+				emit(pressureMsg{Skip: phase, Why: string(un)})
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", phase, err)
+			}
+			mode = ing.mode
+		}
+		emit(pressureMsg{Phase: label, Step: "measuring"})
+		// The least of the hot file the page cache held, sampled once
+		// a second and at the end: what the ingest took from the
+		// co-tenant.
+		minRes := 1.0
+		sample := func() {
+			if f, err := res.fraction(); err == nil {
+				minRes = min(minRes, f)
+			}
+		}
+		h, reads, err := cotenant(hotf, hot, d, func(s int) {
+			sample()
+			emit(pressureMsg{Phase: label, Step: "measuring", Elapsed: s})
+		})
+		sample()
+		var st ingestStats
+		if ing != nil {
+			emit(pressureMsg{Phase: label, Step: "closing the ingest"})
+			st, err = ing.stop(err)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", phase, err)
+		}
+		peak, err := cg.Peak()
+		if err != nil {
+			return err
+		}
+		row := PressureRow{
+			Engine:          phase,
+			IngestMiBs:      st.mibs(),
+			WriteP99Us:      us(st.hist.quantile(0.99)),
+			WriteMaxUs:      us(st.hist.max),
+			CotenantReadsS:  reads,
+			CotenantP50Us:   us(h.quantile(0.50)),
+			CotenantP99Us:   us(h.quantile(0.99)),
+			CotenantP999Us:  us(h.quantile(0.999)),
+			MemoryPeakBytes: peak,
+		}
+		if err := emit(pressureMsg{Row: &row, Detail: &rowDetail{CotenantMaxUs: us(h.max), HotCached: minRes, Mode: mode, Hist: h.points()}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// unavailable is why an engine cannot run in this directory.
+type unavailable string
+
+func (u unavailable) Error() string { return string(u) }
+
+// makeHot writes the hot file, syncs it, so that its pages are clean and
+// reclaim can drop them as it would a database's, and leaves it open.
+func makeHot(path string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, hotChunk)
+	rand.Read(buf)
+	for off := int64(0); off < size; off += hotChunk {
+		n := min(int64(len(buf)), size-off)
+		// Vary the chunks so that no filesystem deduplicates them.
+		for i := range 8 {
+			buf[i] = byte(off >> (8 * i))
+		}
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// warm reads the hot file through, which brings back what the last phase
+// made the kernel evict.
+func warm(f *os.File, size int64) error {
+	buf := make([]byte, hotChunk)
+	for off := int64(0); off < size; off += hotChunk {
+		if _, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cotenant reads f at random, 4 KiB at a time, for d, timing each read,
+// and calls tick after each whole second. It returns the latencies and
+// the reads per second.
+func cotenant(f *os.File, size int64, d time.Duration, tick func(seconds int)) (*histogram, float64, error) {
+	pages := size / readSize
+	rng := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
+	buf := make([]byte, readSize)
+	h := new(histogram)
+	start := time.Now()
+	next := 1
+	for {
+		off := rng.Int64N(pages) * readSize
+		t0 := time.Now()
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return nil, 0, err
+		}
+		t1 := time.Now()
+		h.record(t1.Sub(t0))
+		el := t1.Sub(start)
+		if el >= d {
+			return h, float64(h.n) / el.Seconds(), nil
+		}
+		if el >= time.Duration(next)*time.Second {
+			tick(next)
+			next++
+		}
+	}
+}
+
+// ingestRun is one engine's ingest, running in its own goroutine until
+// stopped.
+type ingestRun struct {
+	mode    string
+	quit    atomic.Bool
+	done    chan struct{}
+	stats   ingestStats
+	err     error
+	dir     string
+	engine  string
+	current string // the file being written
+}
+
+type ingestStats struct {
+	bytes   int64
+	elapsed time.Duration
+	hist    histogram
+}
+
+func (s ingestStats) mibs() float64 {
+	if s.elapsed <= 0 {
+		return 0
+	}
+	return float64(s.bytes) / (1 << 20) / s.elapsed.Seconds()
+}
+
+// startIngest opens the engine's blob file and starts appending 8 KiB
+// values to it. An engine the directory cannot run is unavailable.
+func startIngest(dir, engine string) (*ingestRun, error) {
+	r := &ingestRun{done: make(chan struct{}), dir: dir, engine: engine}
+	w, err := r.create(0)
+	if err != nil {
+		return nil, err
+	}
+	r.mode = w.Mode().String()
+	go r.loop(w)
+	return r, nil
+}
+
+func (r *ingestRun) create(n int) (*blobio.Writer, error) {
+	p, _ := enginePolicy(r.engine)
+	r.current = filepath.Join(r.dir, fmt.Sprintf("ingest-%s-%d", r.engine, n))
+	w, err := blobio.Create(r.current, &blobio.Options{IO: p})
+	if errors.Is(err, direct.ErrNotSupported) {
+		return nil, unavailable(err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got := w.Mode().Name(); got != r.engine {
+		w.Close()
+		os.Remove(r.current)
+		return nil, unavailable("got " + w.Mode().String())
+	}
+	return w, nil
+}
+
+func (r *ingestRun) loop(w *blobio.Writer) {
+	defer close(r.done)
+	value := make([]byte, valueSize)
+	rand.Read(value)
+	start := time.Now()
+	var inFile int64
+	files := 1
+	for !r.quit.Load() {
+		t0 := time.Now()
+		_, err := w.WriteBlob(value)
+		r.stats.hist.record(time.Since(t0))
+		if err != nil {
+			r.err = err
+			break
+		}
+		r.stats.bytes += valueSize
+		inFile += valueSize
+		if inFile >= rollBytes {
+			if err := r.closeRemove(w); err != nil {
+				r.err = err
+				return
+			}
+			if w, err = r.create(files); err != nil {
+				r.err = err
+				return
+			}
+			files++
+			inFile = 0
+		}
+	}
+	if err := r.closeRemove(w); err != nil && r.err == nil {
+		r.err = err
+	}
+	r.stats.elapsed = time.Since(start)
+}
+
+// closeRemove closes w, which syncs it (the end of the ingest, as in the
+// bench), and removes its file.
+func (r *ingestRun) closeRemove(w *blobio.Writer) error {
+	err := w.Close()
+	os.Remove(r.current)
+	return err
+}
+
+// stop ends the ingest and returns what it measured; err is the caller's
+// own, which wins.
+func (r *ingestRun) stop(err error) (ingestStats, error) {
+	r.quit.Store(true)
+	<-r.done
+	if err == nil {
+		err = r.err
+	}
+	return r.stats, err
+}

@@ -1,0 +1,19 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+)
+
+// childAttrs has nothing to set: memory cgroups, and so pressure, are
+// Linux's.
+func childAttrs(*exec.Cmd) {}
+
+type residency struct{}
+
+func newResidency(*os.File, int64) (*residency, error) { return nil, errors.ErrUnsupported }
+func (*residency) fraction() (float64, error)          { return 0, errors.ErrUnsupported }
+func (*residency) close()                              {}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHistogramBuckets(t *testing.T) {
+	// Every value falls in a bucket whose bounds hold it, and a bucket is
+	// at most 1/16 of its low bound wide: the precision the table claims.
+	vals := []int64{0, 1, 15, 16, 17, 31, 32, 33, 1000, 1023, 1024, 123456789, math.MaxInt64 / 3, math.MaxInt64}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		vals = append(vals, rng.Int64N(1<<uint(rng.IntN(62)+1)))
+	}
+	prev := -1
+	slices.Sort(vals)
+	for _, v := range vals {
+		i := bucketOf(v)
+		require.Less(t, i, histBuckets, "v %d", v)
+		require.GreaterOrEqual(t, i, prev, "buckets out of order at %d", v)
+		prev = i
+		lo, hi := bucketLow(i), bucketHigh(i)
+		require.True(t, lo <= v && v <= hi, "v %d in bucket %d [%d, %d]", v, i, lo, hi)
+		if v >= subBuckets && i < histBuckets-1 {
+			assert.LessOrEqual(t, float64(hi-lo+1), float64(lo)/subBuckets, "bucket %d too wide", i)
+		}
+	}
+	for i := range histBuckets - 1 {
+		require.Equal(t, bucketHigh(i)+1, bucketLow(i+1), "gap after bucket %d", i)
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h histogram
+	assert.Zero(t, h.quantile(0.99), "empty")
+
+	// 1..1000 µs, each once: the sample of rank ceil(q·n) is q·1000 µs.
+	for i := 1000; i >= 1; i-- {
+		h.record(time.Duration(i) * time.Microsecond)
+	}
+	require.EqualValues(t, 1000, h.n)
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500 * time.Microsecond}, {0.99, 990 * time.Microsecond}, {0.999, 999 * time.Microsecond}, {1, 1000 * time.Microsecond}, {0, time.Microsecond}} {
+		got := h.quantile(c.q)
+		assert.GreaterOrEqual(t, got, c.want, "q %v", c.q)
+		assert.LessOrEqual(t, float64(got), float64(c.want)*(1+1.0/subBuckets), "q %v: %v", c.q, got)
+	}
+	assert.Equal(t, 1000*time.Microsecond, h.max)
+	assert.Equal(t, h.max, h.quantile(1), "the top quantile is the largest sample, not its bucket's bound")
+
+	// A tail: 98.9% fast, 1.1% slow. p99 must land in the slow part,
+	// p50 in the fast one: the off-by-one that would hide a tail.
+	var tail histogram
+	for range 989 {
+		tail.record(2 * time.Microsecond)
+	}
+	for range 11 {
+		tail.record(5 * time.Millisecond)
+	}
+	fast := bucketHigh(bucketOf(2000)) // 2 µs, as its bucket reads back
+	assert.EqualValues(t, fast, tail.quantile(0.5))
+	assert.Equal(t, 5*time.Millisecond, tail.quantile(0.99))
+	assert.EqualValues(t, fast, tail.quantile(0.989))
+
+	// points and fromPoints keep every count and the quantiles.
+	back := fromPoints(tail.points())
+	assert.Equal(t, tail.n, back.n)
+	assert.Equal(t, tail.quantile(0.99), back.quantile(0.99))
+	assert.Equal(t, tail.quantile(0.5), back.quantile(0.5))
+
+	var merged histogram
+	merged.merge(&h)
+	merged.merge(&tail)
+	assert.EqualValues(t, 2000, merged.n)
+	assert.Equal(t, 5*time.Millisecond, merged.max)
+}
+
+func TestCCDF(t *testing.T) {
+	var h histogram
+	for range 90 {
+		h.record(time.Microsecond)
+	}
+	for range 10 {
+		h.record(time.Millisecond)
+	}
+	xys := ccdf(h.points())
+	require.Len(t, xys, 1, "the last point (nothing slower) has no place on a log axis")
+	assert.InDelta(t, 1.0, xys[0].X, 0.07)
+	assert.InDelta(t, 0.1, xys[0].Y, 1e-9)
+}
+
+func TestParseEngines(t *testing.T) {
+	all, err := parseEngines("all")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, all)
+	got, err := parseEngines("direct+io_uring, std-fs")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"direct+io_uring", "std-fs"}, got, "the order given is the order run")
+	for _, bad := range []string{"", "std-fs,", "std-fs+fsync", "alone", "std-fs,std-fs", "STD-FS"} {
+		_, err := parseEngines(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestParsePressure(t *testing.T) {
+	dir := t.TempDir()
+	c, err := parsePressure([]string{dir}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, dir: dir}, c)
+
+	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-rounds", "3", "-engines", "std-fs", "-plot", "p.svg", dir}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, plot: "p.svg", dir: dir}, c)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "exactly one directory"},
+		{[]string{dir, dir}, "exactly one directory"},
+		{[]string{"-memory", "lots", dir}, "-memory"},
+		{[]string{"-memory", "32MiB", "-hot", "4KiB", dir}, "at least 64MiB"},
+		{[]string{"-hot", "0", dir}, "-hot"},
+		{[]string{"-hot", "1000", dir}, "multiple of 4KiB"},
+		{[]string{"-hot", "1GiB", dir}, "below -memory"},
+		{[]string{"-seconds", "0", dir}, "-seconds"},
+		{[]string{"-rounds", "0", dir}, "-rounds"},
+		{[]string{"-engines", "std-fs,bogus", dir}, `unknown engine "bogus"`},
+		{[]string{"-plot", "p.jpg", dir}, ".png or .svg"},
+		{[]string{"-bogus", dir}, "bogus"},
+	} {
+		_, err := parsePressure(tc.args, &bytes.Buffer{})
+		var ue usageError
+		require.ErrorAs(t, err, &ue, "%q", tc.args)
+		assert.Contains(t, err.Error(), tc.want, "%q", tc.args)
+	}
+}
+
+func TestPressureUsageErrors(t *testing.T) {
+	// Exit 2 with a one-line reason, before any cgroup is made.
+	_, stderr, code := dioCheck(t, "pressure", "-engines", "nope", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "unknown engine")
+	_, stderr, code = dioCheck(t, "pressure", "/nonexistent/dir")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no such file")
+}
+
+func TestPrintPressure(t *testing.T) {
+	rows := []PressureRow{
+		{Engine: alone, CotenantReadsS: 800000, CotenantP50Us: 1, CotenantP99Us: 3.5, CotenantP999Us: 10, MemoryPeakBytes: 619 << 20},
+		{Engine: "std-fs", IngestMiBs: 700, WriteP99Us: 100, WriteMaxUs: 41000, CotenantReadsS: 2500, CotenantP50Us: 300, CotenantP99Us: 4000, CotenantP999Us: 57000, MemoryPeakBytes: 1 << 30},
+	}
+	var out bytes.Buffer
+	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: t.TempDir()}, 1, rows, []rowDetail{{CotenantMaxUs: 50, HotCached: 1}, {CotenantMaxUs: 90000, HotCached: 0.031}})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 6, out.String())
+	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100%`, lines[4])
+	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1024MiB +3%`, lines[5])
+}
+
+func TestPlotPressure(t *testing.T) {
+	var fast, slow histogram
+	for i := range 10000 {
+		fast.record(time.Duration(1000+i%100) * time.Nanosecond)
+		slow.record(time.Duration(1000+i*i) * time.Nanosecond)
+	}
+	rows := []PressureRow{{Engine: alone, CotenantP99Us: 1.1}, {Engine: "std-fs", CotenantP99Us: 4000}}
+	details := []rowDetail{{Hist: fast.points()}, {Hist: slow.points()}}
+	for _, ext := range []string{".png", ".svg"} {
+		path := t.TempDir() + "/p" + ext
+		require.NoError(t, plotPressure(pressureConfig{memory: 1 << 30, hot: 600 << 20, plot: path}, rows, details))
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if ext == ".png" {
+			assert.True(t, bytes.HasPrefix(data, []byte("\x89PNG")), "not a PNG")
+		} else {
+			assert.Contains(t, string(data), "<svg")
+			assert.Contains(t, string(data), "std-fs: p99 4.0ms")
+		}
+	}
+	ticks := fractionTicks{}.Ticks(1e-6, 1)
+	require.NotEmpty(t, ticks)
+	assert.Equal(t, "100%", ticks[0].Label)
+	assert.Equal(t, "0.0001%", ticks[6].Label)
+}
+
+func TestMedians(t *testing.T) {
+	hist := func(us ...int) []histPoint {
+		var h histogram
+		for _, u := range us {
+			h.record(time.Duration(u) * time.Microsecond)
+		}
+		return h.points()
+	}
+	// Two engines over three rounds, interleaved as the child runs them.
+	rows := []PressureRow{
+		{Engine: alone, CotenantReadsS: 300, CotenantP99Us: 3},
+		{Engine: "std-fs", CotenantReadsS: 10, CotenantP99Us: 900, IngestMiBs: 700, MemoryPeakBytes: 1 << 30},
+		{Engine: alone, CotenantReadsS: 100, CotenantP99Us: 9},
+		{Engine: "std-fs", CotenantReadsS: 30, CotenantP99Us: 100, IngestMiBs: 500, MemoryPeakBytes: 1 << 29},
+		{Engine: alone, CotenantReadsS: 200, CotenantP99Us: 6},
+		{Engine: "std-fs", CotenantReadsS: 20, CotenantP99Us: 500, IngestMiBs: 600, MemoryPeakBytes: 1 << 28},
+	}
+	details := []rowDetail{
+		{CotenantMaxUs: 5, HotCached: 1, Hist: hist(1, 2)},
+		{CotenantMaxUs: 9000, HotCached: 0.5, Hist: hist(3), Mode: "std-fs"},
+		{CotenantMaxUs: 7, HotCached: 1, Hist: hist(1)},
+		{CotenantMaxUs: 100, HotCached: 0.02, Hist: hist(4)},
+		{CotenantMaxUs: 6, HotCached: 0.9, Hist: hist(2)},
+		{CotenantMaxUs: 200, HotCached: 1, Hist: hist(5)},
+	}
+	got, gotDetails := medians(rows, details)
+	require.Len(t, got, 2)
+	assert.Equal(t, PressureRow{Engine: alone, CotenantReadsS: 200, CotenantP99Us: 6}, got[0])
+	assert.Equal(t, PressureRow{Engine: "std-fs", CotenantReadsS: 20, CotenantP99Us: 500, IngestMiBs: 600, MemoryPeakBytes: 1 << 29}, got[1])
+	assert.Equal(t, 7.0, gotDetails[0].CotenantMaxUs, "the worst read of any round")
+	assert.Equal(t, 0.9, gotDetails[0].HotCached, "the least cached of any round")
+	assert.Equal(t, 0.02, gotDetails[1].HotCached)
+	assert.Equal(t, "std-fs", gotDetails[1].Mode)
+	assert.EqualValues(t, 4, fromPoints(gotDetails[0].Hist).n, "every round's reads in the distribution")
+	assert.EqualValues(t, 3, fromPoints(gotDetails[1].Hist).n)
+
+	// One round: the rows as they were.
+	one, _ := medians(rows[:2], details[:2])
+	assert.Equal(t, rows[:2], one)
+}
