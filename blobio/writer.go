@@ -111,7 +111,7 @@ func validate(o Options, ao appender.Options) error {
 	switch {
 	case o.Compression != None && o.Compression != Zstd:
 		return fmt.Errorf("%w: unknown compression %v", ErrInvalidOptions, o.Compression)
-	case o.IO < fallback.Auto || o.IO > fallback.DirectPwrite:
+	case !o.IO.Valid():
 		return fmt.Errorf("%w: unknown I/O policy %v", ErrInvalidOptions, o.IO)
 	}
 	return appender.WrapInvalid(ao.Validate(), ErrInvalidOptions)

@@ -32,6 +32,10 @@ const (
 	DontCache
 )
 
+// Valid reports whether p is one of the policies above, so that callers
+// can refuse a bad one before creating anything.
+func (p Policy) Valid() bool { return p >= Auto && p <= DontCache }
+
 func (p Policy) String() string {
 	switch p {
 	case Auto:
