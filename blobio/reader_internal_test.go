@@ -27,7 +27,7 @@ func TestScanReadSize(t *testing.T) {
 	} {
 		r, err := Open(path, c.o)
 		require.NoError(t, err)
-		assert.Equal(t, c.want, r.bufSize, "%+v", c.o)
+		assert.Equal(t, c.want, r.scanSize, "%+v", c.o)
 		require.NoError(t, r.Close())
 	}
 }
