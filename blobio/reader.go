@@ -199,11 +199,17 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst[:0], fmt.Errorf("blobio: blob at %d: %w", off, err)
 	}
-	out, err := r.blobIn(b, lo, r.valid(lo, n), off, dst)
+	payload, c, big, err := r.blobIn(b, lo, r.valid(lo, n), off)
+	if err == nil {
+		dst, err = r.dec.decode(payload, c, dst)
+	}
+	if big != nil {
+		big.Free()
+	}
 	if err != nil {
 		return dst[:0], fmt.Errorf("blobio: blob at %d: %w", off, err)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // readEnd returns where a read from lo that should reach want ends:
@@ -218,44 +224,43 @@ func (r *Reader) readEnd(lo, want int64) int64 {
 // size.
 func (r *Reader) valid(lo int64, n int) int { return int(min(int64(n), r.size-lo)) }
 
-// blobIn decodes the blob at off from b, which holds valid bytes read at
-// lo, reading what b lacks of it.
-func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64, dst []byte) ([]byte, error) {
+// blobIn returns the stored bytes and the compression of the blob at off,
+// from b, which holds valid bytes read at lo. What b lacks of the blob is
+// read into b when it fits (the bytes b holds stay as they are, so other
+// blobs in it can still be taken), else into a buffer of its own, big,
+// which the caller frees.
+func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64) (payload []byte, c Compression, big *aligned.Buffer, err error) {
 	have := b.buf.Bytes()[:valid]
 	if off >= lo+int64(valid) {
-		return nil, fmt.Errorf("file ends at %d: %w", lo+int64(valid), io.ErrUnexpectedEOF)
+		return nil, None, nil, fmt.Errorf("file ends at %d: %w", lo+int64(valid), io.ErrUnexpectedEOF)
 	}
 	hs, n, c, err := DecodeHeader(have[off-lo:])
 	if err != nil {
-		return nil, err
+		return nil, None, nil, err
 	}
 	start, end := off+int64(hs), off+int64(hs)+int64(n)
 	if end > r.size {
-		return nil, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, r.size, io.ErrUnexpectedEOF)
+		return nil, None, nil, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, r.size, io.ErrUnexpectedEOF)
 	}
 	r.learn(end - off)
 	if end <= lo+int64(valid) {
-		return r.dec.decode(have[start-lo:end-lo], c, dst)
+		return have[start-lo : end-lo], c, nil, nil
 	}
 	if to := aligned.Up(end, r.align); to-lo <= int64(r.bufs.size) {
 		// The rest fits b: read it from the block where the first read
-		// stopped.
+		// stopped, which rewrites that block's bytes with themselves.
 		from := lo + aligned.Down(int64(valid), r.block)
 		m, err := r.read(b.done, b.buf.Bytes()[from-lo:to-lo], from)
 		if err != nil {
-			return nil, err
+			return nil, None, nil, err
 		}
 		if from+int64(m) < end {
-			return nil, fmt.Errorf("reading [%d, %d): file ends at %d: %w", start, end, from+int64(m), io.ErrUnexpectedEOF)
+			return nil, None, nil, fmt.Errorf("reading [%d, %d): file ends at %d: %w", start, end, from+int64(m), io.ErrUnexpectedEOF)
 		}
-		return r.dec.decode(b.buf.Bytes()[start-lo:end-lo], c, dst)
+		return b.buf.Bytes()[start-lo : end-lo], c, nil, nil
 	}
-	big, payload, err := r.readLarge(b.done, start, end)
-	if err != nil {
-		return nil, err
-	}
-	defer big.Free()
-	return r.dec.decode(payload, c, dst)
+	big, payload, err = r.readLarge(b.done, start, end)
+	return payload, c, big, err
 }
 
 // learn adjusts how far first reads reach: to the longest blob extent seen

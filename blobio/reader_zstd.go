@@ -79,10 +79,11 @@ func (p *decoderPool) decode(payload []byte, c Compression, dst []byte) ([]byte,
 // frame whose header claims more than its blocks can hold, or more than
 // MaxBlobSize, is corrupt: so a 4 KiB blob claiming 512 MiB costs nothing,
 // where DecodeAll alone would allocate up to 32 KiB of output per input
-// byte before it failed. Bytes the walk cannot follow are left to
+// byte before it failed; raw and RLE blocks that alone decode to more than
+// MaxBlobSize are corrupt before anything is decoded. Bytes the walk cannot follow are left to
 // DecodeAll, whose capacity limit still holds it to the bound.
 func zstdBound(p []byte) (int, error) {
-	var total int64
+	var total, exact int64 // exact: what raw and RLE blocks decode to, at least
 	for len(p) > 0 {
 		var h zstd.Header
 		rest, err := h.DecodeAndStrip(p)
@@ -108,8 +109,10 @@ func zstdBound(p []byte) (int, error) {
 			switch typ {
 			case 0: // raw
 				frame += int64(size)
+				exact += int64(size)
 			case 1: // RLE: one byte, repeated size times
 				frame += int64(size)
+				exact += int64(size)
 				stored = 1
 			case 2: // compressed
 				frame += zstdMaxBlockSize
@@ -120,6 +123,9 @@ func zstdBound(p []byte) (int, error) {
 				return 0, fmt.Errorf("%w: zstd: block of %d bytes past the end of the blob", ErrCorrupt, stored)
 			}
 			rest = rest[stored:]
+			if exact > MaxBlobSize {
+				return 0, fmt.Errorf("%w: zstd blocks decode to more than MaxBlobSize", ErrCorrupt)
+			}
 			if last {
 				break
 			}

@@ -1,0 +1,243 @@
+package blobio
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+)
+
+// A BlobError reports the blob a ReadBlobs call failed on: a read, a bad
+// offset or header, or fn's own error. errors.Is and errors.As see through
+// it to Err (ErrOffset, ErrCorrupt, io.ErrUnexpectedEOF, fn's error).
+type BlobError struct {
+	Index  int   // the blob's index in offs
+	Offset int64 // offs[Index]
+	Err    error
+}
+
+func (e *BlobError) Error() string {
+	return fmt.Sprintf("blobio: blob %d at %d: %v", e.Index, e.Offset, e.Err)
+}
+
+func (e *BlobError) Unwrap() error { return e.Err }
+
+// maxVectored is the most reads one ReadBlobs call keeps in flight: half
+// the Reader's buffers, so that a ReadBlob that fn makes, or another
+// caller's, still finds one.
+const maxVectored = ReadDepth / 2
+
+// ReadBlobs reads the blobs at offs and calls fn once per offset, from the
+// calling goroutine, with the offset's index in offs and the blob, which is
+// valid only during the call. The offsets may come in any order and repeat.
+// Neighbours are merged into one aligned read of up to MergeSize, unless
+// more than a few KiB they do not need lie between them; up to ReadDepth/2
+// reads are in flight at once, and fn is called as they complete, so the
+// order of the calls is unspecified. A blob longer than its read, or
+// compressed, or longer than MergeSize, is read and decoded whole before
+// fn sees it.
+//
+// The first error stops it: an offset outside the file (checked before
+// anything is read), a failed read, a corrupt header or a blob running past
+// the end, or an error fn returns. ReadBlobs then waits for its reads in
+// flight and returns the error as a *BlobError naming the offset and its
+// index. fn may call ReadBlob, which then competes for the Reader's
+// buffers with every ReadBlobs in progress; it must not call Close.
+func (r *Reader) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error {
+	if err := r.acquire(); err != nil {
+		return err
+	}
+	defer r.release()
+	for i, off := range offs {
+		if off < 0 || off >= r.size {
+			return &BlobError{i, off, fmt.Errorf("%w: offset %d, size %d", ErrOffset, off, r.size)}
+		}
+	}
+	if len(offs) == 0 {
+		return nil
+	}
+	v := &vectored{r: r, offs: offs, fn: fn}
+	v.plan()
+	return v.run()
+}
+
+// vectored is one ReadBlobs call.
+type vectored struct {
+	r     *Reader
+	offs  []int64
+	fn    func(int, []byte) error
+	order []int // indices of offs, by offset
+	reads []mergedRead
+	q     direct.Queue // nil: reads run as goroutines calling ReadAt
+	done  chan direct.Completion
+	out   []byte // a decoded blob
+}
+
+// A mergedRead is one aligned read, [lo, hi), that serves the offsets
+// order[first:last].
+type mergedRead struct {
+	lo, hi      int64
+	first, last int
+	b           *readBuf
+}
+
+// plan sorts the offsets and merges neighbours into reads. A blob ends by
+// the next offset (blobs do not overlap); the last of a read is assumed as
+// long as the Reader's recent blobs, and read in full later if it is not.
+func (v *vectored) plan() {
+	r := v.r
+	v.order = make([]int, len(v.offs))
+	for i := range v.order {
+		v.order[i] = i
+	}
+	slices.SortFunc(v.order, func(a, b int) int { return cmp.Compare(v.offs[a], v.offs[b]) })
+	guess := r.guess.Load()
+	limit := int64(r.bufs.size)
+	for k := 0; k < len(v.order); {
+		off := v.offs[v.order[k]]
+		lo := aligned.Down(off, r.align)
+		end := off + guess
+		j := k + 1
+		for ; j < len(v.order); j++ {
+			next := v.offs[v.order[j]]
+			if next-min(end, next) > maxMergeGap {
+				break
+			}
+			e := max(end, next+guess)
+			if aligned.Up(e, r.align)-lo > limit {
+				break
+			}
+			end = e
+		}
+		v.reads = append(v.reads, mergedRead{lo: lo, hi: r.readEnd(lo, end), first: k, last: j})
+		k = j
+	}
+}
+
+// run keeps up to maxVectored reads in flight and hands out their blobs as
+// they complete.
+func (v *vectored) run() error {
+	r := v.r
+	if r.uring || r.faults != nil {
+		v.q = r.queue()
+	}
+	v.done = make(chan direct.Completion, maxVectored)
+	next, inflight := 0, 0
+	var cur direct.Completion // the read being delivered, if holding
+	holding := false
+	defer func() {
+		// On an error, and if fn panics: the kernel and the goroutines
+		// must be done with the buffers before they go back.
+		if holding {
+			v.finish(cur)
+		}
+		for ; inflight > 0; inflight-- {
+			v.finish(v.await())
+		}
+	}()
+	for {
+		for next < len(v.reads) && inflight < maxVectored {
+			var b *readBuf
+			var err error
+			if inflight == 0 {
+				b, err = r.bufs.get()
+			} else if b, err = r.bufs.tryGet(); b == nil && err == nil {
+				break // the others' buffers come back as they complete
+			}
+			if err != nil {
+				return v.fail(next, err)
+			}
+			m := &v.reads[next]
+			m.b = b
+			if err := v.submit(next); err != nil {
+				r.bufs.put(b)
+				return v.fail(next, err)
+			}
+			next++
+			inflight++
+		}
+		if inflight == 0 {
+			return nil
+		}
+		cur, holding = v.await(), true
+		inflight--
+		err := v.deliver(cur)
+		v.finish(cur)
+		holding = false
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// submit starts read k.
+func (v *vectored) submit(k int) error {
+	m := &v.reads[k]
+	p := m.b.buf.Bytes()[:m.hi-m.lo]
+	v.r.busy.Add(1)
+	if v.q != nil {
+		err := v.q.Submit(direct.Request{Op: direct.OpRead, Buf: p, Off: m.lo, Token: uint64(k), Done: v.done})
+		if err != nil {
+			v.r.busy.Add(-1)
+		}
+		return err
+	}
+	go func() {
+		n, err := v.r.f.ReadAt(p, m.lo)
+		v.done <- direct.Completion{Token: uint64(k), Op: direct.OpRead, N: n, Err: err}
+	}()
+	return nil
+}
+
+func (v *vectored) await() direct.Completion {
+	if v.q != nil {
+		return v.q.Await(v.done)
+	}
+	return <-v.done
+}
+
+// finish returns the buffer of the read c completes.
+func (v *vectored) finish(c direct.Completion) {
+	v.r.busy.Add(-1)
+	m := &v.reads[c.Token]
+	v.r.bufs.put(m.b)
+	m.b = nil
+}
+
+// fail names read k's first offset in err.
+func (v *vectored) fail(k int, err error) error {
+	i := v.order[v.reads[k].first]
+	return &BlobError{i, v.offs[i], err}
+}
+
+// deliver calls fn for every offset the read c completes.
+func (v *vectored) deliver(c direct.Completion) error {
+	r := v.r
+	m := &v.reads[c.Token]
+	n, err := endOK(c.N, c.Err)
+	if err != nil {
+		return v.fail(int(c.Token), err)
+	}
+	valid := r.valid(m.lo, n)
+	for _, i := range v.order[m.first:m.last] {
+		off := v.offs[i]
+		payload, comp, big, err := r.blobIn(m.b, m.lo, valid, off)
+		blob := payload
+		if err == nil && comp != None {
+			v.out, err = r.dec.decode(payload, comp, v.out)
+			blob = v.out
+		}
+		if err == nil {
+			err = v.fn(i, blob)
+		}
+		if big != nil {
+			big.Free()
+		}
+		if err != nil {
+			return &BlobError{i, off, err}
+		}
+	}
+	return nil
+}
