@@ -123,7 +123,9 @@ const readBenchBlob = 4000
 
 // readBenchFile writes a file of DIO_BENCH_READ_MIB (default 256) MiB of
 // readBenchBlob-byte blobs and returns its path and blob count; every blob
-// is at i*(readBenchBlob+4).
+// is at i*(readBenchBlob+4). With DIO_BENCH_READ_FILE set, the file is
+// kept there and reused by later runs, so that rounds of a side-by-side
+// measurement do not each follow a fresh 256 MiB write.
 func readBenchFile(b *testing.B) (string, int) {
 	mib := 256
 	if s := os.Getenv("DIO_BENCH_READ_MIB"); s != "" {
@@ -132,12 +134,19 @@ func readBenchFile(b *testing.B) (string, int) {
 			b.Fatal(err)
 		}
 	}
-	path := filepath.Join(testenv.Dir(b), "read.blob")
+	n := (mib << 20) / (readBenchBlob + 4)
+	path := os.Getenv("DIO_BENCH_READ_FILE")
+	if path == "" {
+		path = filepath.Join(testenv.Dir(b), "read.blob")
+	} else if st, err := os.Stat(path); err == nil && st.Size() == int64(n)*(readBenchBlob+4) {
+		return path, n
+	} else {
+		os.Remove(path)
+	}
 	w, err := blobio.Create(path, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := (mib << 20) / (readBenchBlob + 4)
 	for i := range n {
 		if _, err := w.WriteBlob(content(i, readBenchBlob)); err != nil {
 			b.Fatal(err)
