@@ -486,7 +486,7 @@ func TestReadFaults(t *testing.T) {
 
 		plan = faults.NewPlan(
 			faults.Transient(direct.OpRead, 30, syscall.EINTR),
-			faults.Short(direct.OpRead, 30, 512),
+			faults.Short(direct.OpRead, 30, 4096), // a multiple of any alignment: resumable
 			faults.Late(direct.OpRead, 5, time.Millisecond),
 		)
 		r, err = blobio.Open(path, &blobio.Options{IO: p, Faults: plan})
