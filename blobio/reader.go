@@ -264,11 +264,11 @@ func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64) (payload []b
 }
 
 // learn adjusts how far first reads reach: to the longest blob extent seen
-// lately, decaying by 1/16 a read, so that blobs of one size come in one
-// read each and a rare large one costs little.
+// lately (at most a buffer), decaying by 1/16 a read, so that blobs of one
+// size come in one read each and a rare large one costs little.
 func (r *Reader) learn(extent int64) {
 	g := r.guess.Load()
-	if next := max(extent, g-g/16, MaxHeaderSize); next != g {
+	if next := max(min(extent, int64(r.bufs.size)), g-g/16, MaxHeaderSize); next != g {
 		r.guess.Store(next)
 	}
 }
