@@ -18,17 +18,30 @@ var ErrOffset = errors.New("blobio: offset outside the file")
 
 // How a Reader reads.
 const (
-	// ReadDepth is the most device reads a Reader keeps in flight: the
-	// depth of its queue and the number of its read buffers. fio's 4 KiB
-	// random reads on the virtio disk measured here still gained from
-	// QD16 to QD64 (63,192 to 109,594 reads/s, issue 13).
+	// ReadDepth is the depth of a Reader's queue, and the most reads one
+	// ReadBlobs call keeps in flight. fio's 4 KiB random reads on the
+	// virtio disk measured here still gained from QD16 to QD64 (63,192 to
+	// 109,594 reads/s, issue 13), and batches of 64 ran at 0.66-0.91x
+	// fio QD32 with 64 in flight against 0.62-0.72x with 32.
 	ReadDepth = 64
 
 	// MergeSize is the longest read ReadBlobs merges neighbouring blobs
-	// into, and the size of a Reader's read buffers (plus one block, so
-	// that a blob of this size fits wherever its header sits): Neon's
+	// into, and the size of a Reader's large read buffers (plus one block,
+	// so that a blob of this size fits wherever its header sits): Neon's
 	// vectored reads merge up to 128 KiB (vectored_blob_io.rs).
 	MergeSize = 128 << 10
+
+	// smallRead is the size of a Reader's small read buffers, which serve
+	// every read that fits them: a 4 KiB page's blob wherever it sits, and
+	// a blob up to 12 KiB.
+	smallRead = 16 << 10
+
+	// The most buffers of each size a Reader has: twice ReadDepth small
+	// ones and half of it large, so that one ReadBlobs at full depth (it
+	// takes at most half of each) leaves ReadBlob callers, fn's among
+	// them, buffers of their own.
+	smallBuffers = 2 * ReadDepth
+	largeBuffers = ReadDepth / 2
 
 	// maxMergeGap is the widest run of unwanted bytes ReadBlobs reads to
 	// merge two blobs into one request. At depth, a 4 KiB read on the disk
@@ -45,13 +58,18 @@ const (
 )
 
 // A Reader reads blobs from a file by offset. It is safe for concurrent
-// use, and holds no lock across a device read: each read takes one of at
-// most ReadDepth aligned buffers of MergeSize plus a block (so a Reader's
-// read memory is at most ReadDepth x that, about 8.3 MiB, allocated as
-// reads need it and freed by Close), and concurrent reads of an io_uring
-// file are in flight together in one queue. A read alone goes straight to
-// pread, which saves the queue's round trip at queue depth 1. zstd blobs
-// are decoded outside any lock, by a pool of GOMAXPROCS decoders.
+// use, and holds no lock across a device read: each read takes an aligned
+// buffer from a bounded pool, and concurrent reads of an io_uring file are
+// in flight together in one queue. A read alone goes straight to pread,
+// which saves the queue's round trip at queue depth 1. zstd blobs are
+// decoded outside any lock, by a pool of GOMAXPROCS decoders.
+//
+// Memory: a read that fits 16 KiB takes one of at most 128 small buffers
+// (2 MiB), a larger one one of at most 32 buffers of MergeSize plus a
+// block (4.1 MiB with 4 KiB blocks); a blob longer than that gets a buffer
+// of its own for the read. So a Reader's read memory is at most reads in
+// flight x read size, bounded by 6.1 MiB plus its largest blobs in flight;
+// buffers are allocated as reads need them and freed by Close.
 //
 // A Reader opened with Options.Size reads the file as if it were that long;
 // otherwise it reads the file's size, but a Scanner stops at the first 0x00
@@ -67,7 +85,8 @@ type Reader struct {
 	uring    bool
 	faults   direct.Injector
 
-	bufs  *bufPool
+	small *bufPool // smallRead bytes
+	large *bufPool // MergeSize plus a block
 	dec   decoderPool
 	guess atomic.Int64 // how far past a blob's offset a first read reaches
 	busy  atomic.Int32 // device reads in progress
@@ -141,7 +160,8 @@ func Open(path string, o *Options) (*Reader, error) {
 		scanSize: aligned.Up(scan, block),
 		uring:    f.Mode().Engine == direct.EngineURing,
 		faults:   opts.Faults,
-		bufs:     newBufPool(ReadDepth, aligned.Up(MergeSize, block)+block, memAl),
+		small:    newBufPool(smallBuffers, aligned.Up(smallRead, block), memAl),
+		large:    newBufPool(largeBuffers, aligned.Up(MergeSize, block)+block, memAl),
 		drained:  make(chan struct{}),
 		scanners: map[*Scanner]struct{}{},
 	}
@@ -188,13 +208,14 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	if off < 0 || off >= r.size {
 		return dst[:0], fmt.Errorf("%w: offset %d, size %d", ErrOffset, off, r.size)
 	}
-	b, err := r.bufs.get()
+	lo := aligned.Down(off, r.align)
+	hi := r.readEnd(lo, off+r.guess.Load())
+	pool := r.pool(hi - lo)
+	b, err := pool.get()
 	if err != nil {
 		return dst[:0], err
 	}
-	defer r.bufs.put(b)
-	lo := aligned.Down(off, r.align)
-	hi := r.readEnd(lo, off+r.guess.Load())
+	defer pool.put(b)
 	n, err := r.read(b.done, b.buf.Bytes()[:hi-lo], lo)
 	if err != nil {
 		return dst[:0], fmt.Errorf("blobio: blob at %d: %w", off, err)
@@ -212,11 +233,19 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// pool returns the pool whose buffers fit a read of n bytes.
+func (r *Reader) pool(n int64) *bufPool {
+	if n <= int64(r.small.size) {
+		return r.small
+	}
+	return r.large
+}
+
 // readEnd returns where a read from lo that should reach want ends:
 // aligned, past the longest header, within a buffer and the logical size.
 func (r *Reader) readEnd(lo, want int64) int64 {
 	hi := aligned.Up(max(want, lo+MaxHeaderSize), r.align)
-	hi = min(hi, lo+int64(r.bufs.size), aligned.Up(r.size, r.align))
+	hi = min(hi, lo+int64(r.large.size), aligned.Up(r.size, r.align))
 	return hi
 }
 
@@ -246,7 +275,7 @@ func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64) (payload []b
 	if end <= lo+int64(valid) {
 		return have[start-lo : end-lo], c, nil, nil
 	}
-	if to := aligned.Up(end, r.align); to-lo <= int64(r.bufs.size) {
+	if to := aligned.Up(end, r.align); to-lo <= int64(len(b.buf.Bytes())) {
 		// The rest fits b: read it from the block where the first read
 		// stopped, which rewrites that block's bytes with themselves.
 		from := lo + aligned.Down(int64(valid), r.block)
@@ -268,7 +297,7 @@ func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64) (payload []b
 // size come in one read each and a rare large one costs little.
 func (r *Reader) learn(extent int64) {
 	g := r.guess.Load()
-	if next := max(min(extent, int64(r.bufs.size)), g-g/16, MaxHeaderSize); next != g {
+	if next := max(min(extent, int64(r.large.size)), g-g/16, MaxHeaderSize); next != g {
 		r.guess.Store(next)
 	}
 }
@@ -362,7 +391,8 @@ func (r *Reader) Close() error {
 	if ref := r.q.Load(); ref != nil && ref.q != nil {
 		ref.q.Close()
 	}
-	r.bufs.close()
+	r.small.close()
+	r.large.close()
 	r.dec.close()
 	return r.f.Close()
 }

@@ -24,16 +24,11 @@ func (e *BlobError) Error() string {
 
 func (e *BlobError) Unwrap() error { return e.Err }
 
-// maxVectored is the most reads one ReadBlobs call keeps in flight: half
-// the Reader's buffers, so that a ReadBlob that fn makes, or another
-// caller's, still finds one.
-const maxVectored = ReadDepth / 2
-
 // ReadBlobs reads the blobs at offs and calls fn once per offset, from the
 // calling goroutine, with the offset's index in offs and the blob, which is
 // valid only during the call. The offsets may come in any order and repeat.
 // Neighbours are merged into one aligned read of up to MergeSize, unless
-// more than a few KiB they do not need lie between them; up to ReadDepth/2
+// more than a few KiB they do not need lie between them; up to ReadDepth
 // reads are in flight at once, and fn is called as they complete, so the
 // order of the calls is unspecified. A blob longer than its read, or
 // compressed, or longer than MergeSize, is read and decoded whole before
@@ -43,8 +38,9 @@ const maxVectored = ReadDepth / 2
 // anything is read), a failed read, a corrupt header or a blob running past
 // the end, or an error fn returns. ReadBlobs then waits for its reads in
 // flight and returns the error as a *BlobError naming the offset and its
-// index. fn may call ReadBlob, which then competes for the Reader's
-// buffers with every ReadBlobs in progress; it must not call Close.
+// index. fn must not call Close. It may call ReadBlob: a ReadBlobs call
+// holds at most half of the Reader's buffers, so with one call in progress
+// fn's reads always find one; with several, they wait for theirs.
 func (r *Reader) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error {
 	if err := r.acquire(); err != nil {
 		return err
@@ -94,7 +90,7 @@ func (v *vectored) plan() {
 	}
 	slices.SortFunc(v.order, func(a, b int) int { return cmp.Compare(v.offs[a], v.offs[b]) })
 	guess := r.guess.Load()
-	limit := int64(r.bufs.size)
+	limit := int64(r.large.size)
 	for k := 0; k < len(v.order); {
 		off := v.offs[v.order[k]]
 		lo := aligned.Down(off, r.align)
@@ -123,9 +119,9 @@ func (v *vectored) run() error {
 	if r.uring || r.faults != nil {
 		v.q = r.queue()
 	}
-	v.done = make(chan direct.Completion, maxVectored)
-	next, inflight := 0, 0
-	var cur direct.Completion // the read being delivered, if holding
+	v.done = make(chan direct.Completion, ReadDepth)
+	next, inflight, large := 0, 0, 0 // large: large buffers held
+	var cur direct.Completion        // the read being delivered, if holding
 	holding := false
 	defer func() {
 		// On an error, and if fn panics: the kernel and the goroutines
@@ -138,22 +134,28 @@ func (v *vectored) run() error {
 		}
 	}()
 	for {
-		for next < len(v.reads) && inflight < maxVectored {
-			var b *readBuf
+		for next < len(v.reads) && inflight < ReadDepth {
+			m := &v.reads[next]
+			pool := r.pool(m.hi - m.lo)
+			if pool == r.large && large >= largeBuffers/2 && inflight > 0 {
+				break // half the large buffers are ours: wait for one
+			}
 			var err error
 			if inflight == 0 {
-				b, err = r.bufs.get()
-			} else if b, err = r.bufs.tryGet(); b == nil && err == nil {
+				m.b, err = pool.get()
+			} else if m.b, err = pool.tryGet(); m.b == nil && err == nil {
 				break // the others' buffers come back as they complete
 			}
 			if err != nil {
 				return v.fail(next, err)
 			}
-			m := &v.reads[next]
-			m.b = b
 			if err := v.submit(next); err != nil {
-				r.bufs.put(b)
+				pool.put(m.b)
+				m.b = nil
 				return v.fail(next, err)
+			}
+			if pool == r.large {
+				large++
 			}
 			next++
 			inflight++
@@ -163,6 +165,9 @@ func (v *vectored) run() error {
 		}
 		cur, holding = v.await(), true
 		inflight--
+		if m := &v.reads[cur.Token]; r.pool(m.hi-m.lo) == r.large {
+			large--
+		}
 		err := v.deliver(cur)
 		v.finish(cur)
 		holding = false
@@ -202,7 +207,7 @@ func (v *vectored) await() direct.Completion {
 func (v *vectored) finish(c direct.Completion) {
 	v.r.busy.Add(-1)
 	m := &v.reads[c.Token]
-	v.r.bufs.put(m.b)
+	v.r.pool(m.hi - m.lo).put(m.b)
 	m.b = nil
 }
 

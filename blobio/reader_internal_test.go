@@ -103,7 +103,7 @@ func TestPlanMerges(t *testing.T) {
 		v.plan()
 		served := make([]int, len(offs))
 		for _, m := range v.reads {
-			assert.LessOrEqual(t, m.hi-m.lo, int64(r.bufs.size))
+			assert.LessOrEqual(t, m.hi-m.lo, int64(r.large.size))
 			for _, i := range v.order[m.first:m.last] {
 				served[i]++
 				assert.GreaterOrEqual(t, offs[i], m.lo)
