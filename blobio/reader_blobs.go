@@ -28,7 +28,7 @@ func (e *BlobError) Unwrap() error { return e.Err }
 // calling goroutine, with the offset's index in offs and the blob, which is
 // valid only during the call. The offsets may come in any order and repeat.
 // Neighbours are merged into one aligned read of up to MergeSize, unless
-// more than a few KiB they do not need lie between them; up to ReadDepth
+// more than 16 KiB they do not need lie between them; up to ReadDepth
 // reads are in flight at once, and fn is called as they complete, so the
 // order of the calls is unspecified. A blob longer than its read, or
 // compressed, or longer than MergeSize, is read and decoded whole before
