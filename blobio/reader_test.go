@@ -559,7 +559,7 @@ func TestConcurrentReadsAndClose(t *testing.T) {
 		r, err := blobio.Open(path, &blobio.Options{IO: p})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
-		for g := range 16 {
+		for g := range 32 { // past preadReads: ReadBlob joins the queue too
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
 				var dst []byte
