@@ -292,3 +292,48 @@ func BenchmarkReadBlobs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadPaired alternates, in one goroutine, a ReadBlob and a plain
+// O_DIRECT pread of the aligned range another random blob occupies, timing
+// each apart: on a shared disk whose pace drifts within seconds, the
+// ratio of the two (x-pread) is what separate runs cannot measure.
+func BenchmarkReadPaired(b *testing.B) {
+	path, n := readBenchFile(b)
+	for _, e := range testenv.Engines[1:] {
+		b.Run("engine="+e.Name, func(b *testing.B) {
+			r := openReadBench(b, path, e.Policy)
+			defer r.Close()
+			f, err := direct.Open(path, os.O_RDONLY, 0)
+			if err != nil {
+				b.Skip(err)
+			}
+			defer f.Close()
+			buf, err := aligned.New(16<<10, 4096)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer buf.Free()
+			al := int64(f.Alignment().Offset)
+			rng := rand.New(rand.NewPCG(3, 4))
+			dst := make([]byte, 0, readBenchBlob)
+			var blob, pread time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if dst, err = r.ReadBlob(int64(rng.IntN(n))*(readBenchBlob+4), dst); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				off := int64(rng.IntN(n)) * (readBenchBlob + 4)
+				lo, hi := aligned.Down(off, al), aligned.Up(off+readBenchBlob+4, al)
+				if _, err := f.ReadAt(buf.Bytes()[:hi-lo], lo); err != nil && err != io.EOF {
+					b.Fatal(err)
+				}
+				blob, pread = blob+t1.Sub(t0), pread+time.Since(t1)
+			}
+			b.ReportMetric(float64(b.N)/blob.Seconds(), "reads/s")
+			b.ReportMetric(float64(b.N)/pread.Seconds(), "pread-reads/s")
+			b.ReportMetric(pread.Seconds()/blob.Seconds(), "x-pread")
+		})
+	}
+}
