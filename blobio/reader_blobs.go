@@ -112,7 +112,7 @@ func (v *vectored) plan() {
 	}
 }
 
-// run keeps up to maxVectored reads in flight and hands out their blobs as
+// run keeps up to ReadDepth reads in flight and hands out their blobs as
 // they complete.
 func (v *vectored) run() error {
 	r := v.r
@@ -163,7 +163,14 @@ func (v *vectored) run() error {
 		if inflight == 0 {
 			return nil
 		}
-		cur, holding = v.await(), true
+		cur = v.await()
+		if cur.Token >= uint64(len(v.reads)) || v.reads[cur.Token].b == nil {
+			// Not a read of ours in flight: the queue broke and made it
+			// up. Wait for nothing more; its buffers stay out of the pool.
+			inflight = 0
+			return v.fail(0, fmt.Errorf("blobio: read queue failed: %w", cur.Err))
+		}
+		holding = true
 		inflight--
 		if m := &v.reads[cur.Token]; r.pool(m.hi-m.lo) == r.large {
 			large--
