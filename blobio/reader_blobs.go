@@ -119,6 +119,10 @@ func (v *vectored) run() error {
 	if r.uring || r.faults != nil {
 		v.q = r.queue()
 	}
+	// On the pwrite engine each read is a goroutine calling ReadAt: a
+	// pwrite queue would keep ReadDepth workers alive per Reader for as
+	// long as it is open, for 0.9-1.9x (median 1.15x) of the reads/s of
+	// batches of 64 measured here side by side.
 	v.done = make(chan direct.Completion, ReadDepth)
 	next, inflight, large := 0, 0, 0 // large: large buffers held
 	var cur direct.Completion        // the read being delivered, if holding
