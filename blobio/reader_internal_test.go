@@ -1,6 +1,7 @@
 package blobio
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,7 +28,126 @@ func TestScanReadSize(t *testing.T) {
 	} {
 		r, err := Open(path, c.o)
 		require.NoError(t, err)
-		assert.Equal(t, c.want, r.bufSize, "%+v", c.o)
+		assert.Equal(t, c.want, r.scanSize, "%+v", c.o)
 		require.NoError(t, r.Close())
 	}
+}
+
+// TestZstdBound: the block walk bounds what frames decode to, exactly for
+// raw and RLE blocks, and refuses frames whose header or blocks claim more
+// than they can hold or than MaxBlobSize.
+func TestZstdBound(t *testing.T) {
+	magic := []byte{0x28, 0xb5, 0x2f, 0xfd}
+	frame := func(hdr []byte, blocks ...[]byte) []byte {
+		f := append(append([]byte{}, magic...), hdr...)
+		for _, b := range blocks {
+			f = append(f, b...)
+		}
+		return f
+	}
+	block := func(last bool, typ, size int, data ...byte) []byte {
+		h := uint32(size)<<3 | uint32(typ)<<1
+		if last {
+			h |= 1
+		}
+		return append([]byte{byte(h), byte(h >> 8), byte(h >> 16)}, data...)
+	}
+	noFCS := []byte{0x00, (17 - 10) << 3}
+	fcs := func(n uint32) []byte { return []byte{2<<6 | 1<<5, byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24)} }
+	withSum := []byte{0x04, (17 - 10) << 3}
+	for _, c := range []struct {
+		name string
+		p    []byte
+		want int
+		err  bool
+	}{
+		{"empty", nil, 0, false},
+		{"raw", frame(noFCS, block(true, 0, 3, 'a', 'b', 'c')), 3, false},
+		{"RLE", frame(noFCS, block(true, 1, 1000, 'z')), 1000, false},
+		{"compressed", frame(noFCS, block(false, 2, 2, 0, 0), block(true, 2, 1, 0)), 2 * zstdMaxBlockSize, false},
+		{"FCS", frame(fcs(10), block(true, 2, 2, 0, 0)), 10, false},
+		{"checksum", frame(withSum, block(true, 0, 1, 'a'), []byte{1, 2, 3, 4}), 1, false},
+		{"two frames", append(frame(noFCS, block(true, 0, 1, 'a')), frame(fcs(5), block(true, 1, 5, 'b'))...), 6, false},
+		{"skippable", append([]byte{0x50, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 9, 9}, frame(noFCS, block(true, 0, 1, 'a'))...), 1, false},
+		{"not a frame", []byte("garbage"), 0, false}, // left to DecodeAll
+		{"FCS beyond the blocks", frame(fcs(zstdMaxBlockSize+1), block(true, 2, 2, 0, 0)), 0, true},
+		{"FCS beyond MaxBlobSize", frame(fcs(MaxBlobSize+1), block(true, 2, 2, 0, 0)), 0, true},
+		{"truncated block", frame(noFCS, block(true, 0, 10, 'a')), 0, true},
+		{"no last block", frame(noFCS, block(false, 0, 1, 'a')), 0, true},
+		{"reserved block", frame(noFCS, block(true, 3, 1, 'a')), 0, true},
+		{"truncated checksum", frame(withSum, block(true, 0, 1, 'a'), []byte{1}), 0, true},
+		{"many compressed", frame(noFCS, append(bytes.Repeat(block(false, 2, 0), 3000), block(true, 2, 0)...)), MaxBlobSize, false},
+	} {
+		got, err := zstdBound(c.p)
+		if c.err {
+			assert.ErrorIs(t, err, ErrCorrupt, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.want, got, c.name)
+	}
+}
+
+// TestPlanMerges: ReadBlobs' plan merges neighbours into reads no longer
+// than a buffer, keeps blobs far apart in reads of their own, and serves
+// every offset, duplicates included, exactly once.
+func TestPlanMerges(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "p")
+	require.NoError(t, os.WriteFile(path, make([]byte, 8<<20), 0o600))
+	r, err := Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	r.guess.Store(101)
+	plan := func(offs ...int64) []mergedRead {
+		v := &vectored{r: r, offs: offs}
+		v.plan()
+		served := make([]int, len(offs))
+		for _, m := range v.reads {
+			assert.LessOrEqual(t, m.hi-m.lo, int64(r.large.size))
+			for _, i := range v.order[m.first:m.last] {
+				served[i]++
+				assert.GreaterOrEqual(t, offs[i], m.lo)
+				assert.Less(t, offs[i], m.hi)
+			}
+		}
+		for i, n := range served {
+			assert.Equal(t, 1, n, "offset %d served %d times", i, n)
+		}
+		return v.reads
+	}
+	var row []int64
+	for i := range 200 {
+		row = append(row, int64(199-i)*101) // backwards
+	}
+	assert.Len(t, plan(row...), 1, "200 neighbours of 101 bytes")
+	assert.Len(t, plan(0, 0, 0, 101), 1, "duplicates")
+	assert.Len(t, plan(0, 64<<10, 128<<10), 3, "64 KiB gaps")
+	assert.Len(t, plan(0, maxMergeGap), 1, "a gap up to maxMergeGap is read")
+	var long []int64
+	for off := int64(0); off < 1<<20; off += 4096 {
+		long = append(long, off)
+	}
+	reads := plan(long...)
+	assert.GreaterOrEqual(t, len(reads), (1<<20)/MergeSize, "merged past MergeSize")
+}
+
+// TestBufPool: at most n buffers exist; tryGet says so instead of waiting.
+func TestBufPool(t *testing.T) {
+	p := newBufPool(2, 4096, 4096)
+	a, err := p.get()
+	require.NoError(t, err)
+	b, err := p.tryGet()
+	require.NoError(t, err)
+	require.NotNil(t, b)
+	c, err := p.tryGet()
+	require.NoError(t, err)
+	assert.Nil(t, c, "a third buffer past the bound")
+	p.put(a)
+	c, err = p.get()
+	require.NoError(t, err)
+	assert.Same(t, a, c, "a buffer put back is reused")
+	p.put(b)
+	p.put(c)
+	p.close()
+	assert.Empty(t, p.tokens, "close freed every buffer")
 }

@@ -3,6 +3,7 @@ package blobio
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -11,9 +12,11 @@ import (
 // A Scanner walks every blob of a file in order, like bufio.Scanner walks
 // lines. It reads whole aligned buffers and keeps the read of the next one
 // in flight while the current one is parsed. A Scanner's resources are
-// released when Scan returns false or when its Reader is closed.
+// released when Scan returns false or when its Reader is closed. A Scanner
+// is for one goroutine; its Reader may be closed from another.
 type Scanner struct {
 	r    *Reader
+	mu   sync.Mutex // held by Scan, and by the Reader's Close finishing it
 	q    direct.Queue
 	done chan direct.Completion
 	bufs [2]*aligned.Buffer
@@ -41,11 +44,20 @@ type Scanner struct {
 const DefaultScanRead = 512 << 10
 
 // NewScanner returns a Scanner over r's blobs, starting at offset 0.
+//
+// Over a Reader opened without Options.Size, a 0x00 byte where a header is
+// due ends the scan, with Err() == nil: dio's writer never writes one there
+// (an empty blob has a 4-byte header), so it is where the written data
+// ends and zeros a crash left behind begin (the file grows ahead of its
+// data, and after a crash its tail is unspecified). The scan then stops at
+// once, instead of reading a zero-filled tail back as millions of empty
+// blobs. Over a Reader opened with Options.Size, the scan ends at that size
+// and a 0x00 byte is an empty blob, as in files written by Neon.
 func NewScanner(r *Reader) *Scanner {
 	s := &Scanner{r: r, done: make(chan direct.Completion, 2)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.scanners == nil {
 		s.err, s.ended = ErrClosed, true
 		return s
 	}
@@ -56,13 +68,13 @@ func NewScanner(r *Reader) *Scanner {
 // start allocates the buffers and the queue, and reads the first two
 // windows.
 func (s *Scanner) start() error {
-	q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2})
+	q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2, Faults: s.r.faults})
 	if err != nil {
 		return err
 	}
 	s.q = q
 	for i := range s.bufs {
-		if s.bufs[i], err = aligned.New(s.r.bufSize, s.r.memAl); err != nil {
+		if s.bufs[i], err = aligned.New(s.r.scanSize, s.r.memAl); err != nil {
 			return err
 		}
 	}
@@ -132,6 +144,8 @@ func (s *Scanner) bytes(off int64, n int) ([]byte, error) {
 // Scan advances to the next blob, which Bytes then returns. It returns
 // false at the end of the file or on an error, which Err reports.
 func (s *Scanner) Scan() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.ended {
 		return false
 	}
@@ -145,52 +159,62 @@ func (s *Scanner) Scan() bool {
 			return false
 		}
 	}
-	if err := s.next(); err != nil {
+	ok, err := s.next()
+	if err != nil {
 		s.finish(fmt.Errorf("blobio: blob at %d: %w", s.pos, err))
 		return false
 	}
-	return true
+	if !ok {
+		s.finish(nil)
+	}
+	return ok
 }
 
-func (s *Scanner) next() error {
+// next parses the blob at s.pos. It returns false, and no error, at the
+// 0x00 byte that ends the written data of an unbounded Reader.
+func (s *Scanner) next() (bool, error) {
 	first, err := s.bytes(s.pos, 1)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if first[0] == 0 && !s.r.bounded {
+		return false, nil
 	}
 	hs := 1
 	if first[0] > shortMax {
 		hs = MaxHeaderSize
 		if s.pos+int64(hs) > s.r.size {
-			return io.ErrUnexpectedEOF
+			return false, io.ErrUnexpectedEOF
 		}
 	}
 	h, err := s.bytes(s.pos, hs)
 	if err != nil {
-		return err
+		return false, err
 	}
 	hs, n, c, err := DecodeHeader(h)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if s.pos+int64(hs)+int64(n) > s.r.size {
-		return fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, s.r.size, io.ErrUnexpectedEOF)
+		return false, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, s.r.size, io.ErrUnexpectedEOF)
 	}
-	p, err := s.bytes(s.pos+int64(hs), n)
-	if err != nil {
-		return err
+	var p []byte
+	if n > 0 {
+		// An empty payload needs no bytes: asking for them at the end of
+		// the file would read past it (issue 12, item 3).
+		if p, err = s.bytes(s.pos+int64(hs), n); err != nil {
+			return false, err
+		}
 	}
 	if c == Zstd {
-		s.r.mu.Lock()
-		s.decoded, err = s.r.decode(p, c, s.decoded)
-		s.r.mu.Unlock()
-		if err != nil {
-			return err
+		if s.decoded, err = s.r.dec.decode(p, c, s.decoded); err != nil {
+			return false, err
 		}
 		p = s.decoded
 	}
 	s.off, s.blob = s.pos, p
 	s.pos += int64(hs) + int64(n)
-	return nil
+	return true, nil
 }
 
 // Bytes returns the current blob. It is valid until the next Scan.
@@ -202,8 +226,16 @@ func (s *Scanner) Offset() int64 { return s.off }
 // Err returns the first error met, or nil at a clean end of the file.
 func (s *Scanner) Err() error { return s.err }
 
+// closeByReader finishes s for its Reader's Close, after a Scan in
+// progress.
+func (s *Scanner) closeByReader() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finish(ErrClosed)
+}
+
 // finish records err, waits for the read in flight and releases the
-// scanner's buffers and queue.
+// scanner's buffers and queue. s.mu is held.
 func (s *Scanner) finish(err error) {
 	if s.ended {
 		return

@@ -1,0 +1,259 @@
+package blobio
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+)
+
+// A BlobError reports the blob a ReadBlobs call failed on: a read, a bad
+// offset or header, or fn's own error. errors.Is and errors.As see through
+// it to Err (ErrOffset, ErrCorrupt, io.ErrUnexpectedEOF, fn's error).
+type BlobError struct {
+	Index  int   // the blob's index in offs
+	Offset int64 // offs[Index]
+	Err    error
+}
+
+func (e *BlobError) Error() string {
+	return fmt.Sprintf("blobio: blob %d at %d: %v", e.Index, e.Offset, e.Err)
+}
+
+func (e *BlobError) Unwrap() error { return e.Err }
+
+// ReadBlobs reads the blobs at offs and calls fn once per offset, from the
+// calling goroutine, with the offset's index in offs and the blob, which is
+// valid only during the call. The offsets may come in any order and repeat.
+// Neighbours are merged into one aligned read of up to MergeSize, unless
+// more than 16 KiB they do not need lie between them; up to ReadDepth
+// reads are in flight at once, and fn is called as they complete, so the
+// order of the calls is unspecified. A blob longer than its read, or
+// compressed, or longer than MergeSize, is read and decoded whole before
+// fn sees it.
+//
+// The first error stops it: an offset outside the file (checked before
+// anything is read), a failed read, a corrupt header or a blob running past
+// the end, or an error fn returns. ReadBlobs then waits for its reads in
+// flight and returns the error as a *BlobError naming the offset and its
+// index. fn must not call Close. It may call ReadBlob: a ReadBlobs call
+// holds at most half of the Reader's buffers, so with one call in progress
+// fn's reads always find one; with several, they wait for theirs.
+func (r *Reader) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error {
+	if err := r.acquire(); err != nil {
+		return err
+	}
+	defer r.release()
+	for i, off := range offs {
+		if off < 0 || off >= r.size {
+			return &BlobError{i, off, fmt.Errorf("%w: offset %d, size %d", ErrOffset, off, r.size)}
+		}
+	}
+	if len(offs) == 0 {
+		return nil
+	}
+	v := &vectored{r: r, offs: offs, fn: fn}
+	v.plan()
+	return v.run()
+}
+
+// vectored is one ReadBlobs call.
+type vectored struct {
+	r     *Reader
+	offs  []int64
+	fn    func(int, []byte) error
+	order []int // indices of offs, by offset
+	reads []mergedRead
+	q     direct.Queue // nil: reads run as goroutines calling ReadAt
+	done  chan direct.Completion
+	out   []byte // a decoded blob
+}
+
+// A mergedRead is one aligned read, [lo, hi), that serves the offsets
+// order[first:last].
+type mergedRead struct {
+	lo, hi      int64
+	first, last int
+	b           *readBuf
+}
+
+// plan sorts the offsets and merges neighbours into reads. A blob ends by
+// the next offset (blobs do not overlap); the last of a read is assumed as
+// long as the Reader's recent blobs, and read in full later if it is not.
+func (v *vectored) plan() {
+	r := v.r
+	v.order = make([]int, len(v.offs))
+	for i := range v.order {
+		v.order[i] = i
+	}
+	slices.SortFunc(v.order, func(a, b int) int { return cmp.Compare(v.offs[a], v.offs[b]) })
+	guess := r.guess.Load()
+	limit := int64(r.large.size)
+	for k := 0; k < len(v.order); {
+		off := v.offs[v.order[k]]
+		lo := aligned.Down(off, r.align)
+		end := off + guess
+		j := k + 1
+		for ; j < len(v.order); j++ {
+			next := v.offs[v.order[j]]
+			if next-min(end, next) > maxMergeGap {
+				break
+			}
+			e := max(end, next+guess)
+			if aligned.Up(e, r.align)-lo > limit {
+				break
+			}
+			end = e
+		}
+		v.reads = append(v.reads, mergedRead{lo: lo, hi: r.readEnd(lo, end), first: k, last: j})
+		k = j
+	}
+}
+
+// run keeps up to ReadDepth reads in flight and hands out their blobs as
+// they complete.
+func (v *vectored) run() error {
+	r := v.r
+	if r.uring || r.faults != nil {
+		v.q = r.queue()
+	}
+	// On the pwrite engine each read is a goroutine calling ReadAt: a
+	// pwrite queue would keep ReadDepth workers alive per Reader for as
+	// long as it is open, for 0.9-1.9x (median 1.15x) of the reads/s of
+	// batches of 64 measured here side by side.
+	v.done = make(chan direct.Completion, ReadDepth)
+	next, inflight, large := 0, 0, 0 // large: large buffers held
+	var cur direct.Completion        // the read being delivered, if holding
+	holding := false
+	defer func() {
+		// On an error, and if fn panics: the kernel and the goroutines
+		// must be done with the buffers before they go back.
+		if holding {
+			v.finish(cur)
+		}
+		for ; inflight > 0; inflight-- {
+			v.finish(v.await())
+		}
+	}()
+	for {
+		for next < len(v.reads) && inflight < ReadDepth {
+			m := &v.reads[next]
+			pool := r.pool(m.hi - m.lo)
+			if pool == r.large && large >= largeBuffers/2 && inflight > 0 {
+				break // half the large buffers are ours: wait for one
+			}
+			var err error
+			if inflight == 0 {
+				m.b, err = pool.get()
+			} else if m.b, err = pool.tryGet(); m.b == nil && err == nil {
+				break // the others' buffers come back as they complete
+			}
+			if err != nil {
+				return v.fail(next, err)
+			}
+			if err := v.submit(next); err != nil {
+				pool.put(m.b)
+				m.b = nil
+				return v.fail(next, err)
+			}
+			if pool == r.large {
+				large++
+			}
+			next++
+			inflight++
+		}
+		if inflight == 0 {
+			return nil
+		}
+		cur = v.await()
+		if cur.Token >= uint64(len(v.reads)) || v.reads[cur.Token].b == nil {
+			// Not a read of ours in flight: the queue broke and made it
+			// up. Wait for nothing more; its buffers stay out of the pool.
+			inflight = 0
+			return v.fail(0, fmt.Errorf("blobio: read queue failed: %w", cur.Err))
+		}
+		holding = true
+		inflight--
+		if m := &v.reads[cur.Token]; r.pool(m.hi-m.lo) == r.large {
+			large--
+		}
+		err := v.deliver(cur)
+		v.finish(cur)
+		holding = false
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// submit starts read k.
+func (v *vectored) submit(k int) error {
+	m := &v.reads[k]
+	p := m.b.buf.Bytes()[:m.hi-m.lo]
+	v.r.busy.Add(1)
+	if v.q != nil {
+		err := v.q.Submit(direct.Request{Op: direct.OpRead, Buf: p, Off: m.lo, Token: uint64(k), Done: v.done})
+		if err != nil {
+			v.r.busy.Add(-1)
+		}
+		return err
+	}
+	go func() {
+		n, err := v.r.f.ReadAt(p, m.lo)
+		v.done <- direct.Completion{Token: uint64(k), Op: direct.OpRead, N: n, Err: err}
+	}()
+	return nil
+}
+
+func (v *vectored) await() direct.Completion {
+	if v.q != nil {
+		return v.q.Await(v.done)
+	}
+	return <-v.done
+}
+
+// finish returns the buffer of the read c completes.
+func (v *vectored) finish(c direct.Completion) {
+	v.r.busy.Add(-1)
+	m := &v.reads[c.Token]
+	v.r.pool(m.hi - m.lo).put(m.b)
+	m.b = nil
+}
+
+// fail names read k's first offset in err.
+func (v *vectored) fail(k int, err error) error {
+	i := v.order[v.reads[k].first]
+	return &BlobError{i, v.offs[i], err}
+}
+
+// deliver calls fn for every offset the read c completes.
+func (v *vectored) deliver(c direct.Completion) error {
+	r := v.r
+	m := &v.reads[c.Token]
+	n, err := endOK(c.N, c.Err)
+	if err != nil {
+		return v.fail(int(c.Token), err)
+	}
+	valid := r.valid(m.lo, n)
+	for _, i := range v.order[m.first:m.last] {
+		off := v.offs[i]
+		payload, comp, big, err := r.blobIn(m.b, m.lo, valid, off)
+		blob := payload
+		if err == nil && comp != None {
+			v.out, err = r.dec.decode(payload, comp, v.out)
+			blob = v.out
+		}
+		if err == nil {
+			err = v.fn(i, blob)
+		}
+		if big != nil {
+			big.Free()
+		}
+		if err != nil {
+			return &BlobError{i, off, err}
+		}
+	}
+	return nil
+}

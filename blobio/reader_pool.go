@@ -1,0 +1,78 @@
+package blobio
+
+import (
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+)
+
+// A readBuf is one read's aligned buffer and the channel its queued
+// completion comes back on.
+type readBuf struct {
+	buf  *aligned.Buffer
+	done chan direct.Completion
+}
+
+// A bufPool hands out at most cap(tokens) readBufs of one size, allocated
+// on first demand and kept for reuse until the Reader closes: a Reader's
+// read memory is at most that many buffers, however many goroutines read.
+type bufPool struct {
+	size, align int
+	tokens      chan struct{} // one per buffer that exists
+	idle        chan *readBuf
+}
+
+func newBufPool(n, size, align int) *bufPool {
+	return &bufPool{size: size, align: align, tokens: make(chan struct{}, n), idle: make(chan *readBuf, n)}
+}
+
+// get returns a buffer, waiting while every one is in use.
+func (p *bufPool) get() (*readBuf, error) {
+	select {
+	case b := <-p.idle:
+		return b, nil
+	default:
+	}
+	select {
+	case b := <-p.idle:
+		return b, nil
+	case p.tokens <- struct{}{}:
+		return p.alloc()
+	}
+}
+
+// tryGet returns a buffer if one is free or may still be made, else nil.
+func (p *bufPool) tryGet() (*readBuf, error) {
+	select {
+	case b := <-p.idle:
+		return b, nil
+	case p.tokens <- struct{}{}:
+		return p.alloc()
+	default:
+		return nil, nil
+	}
+}
+
+func (p *bufPool) alloc() (*readBuf, error) {
+	b, err := aligned.New(p.size, p.align)
+	if err != nil {
+		<-p.tokens
+		return nil, err
+	}
+	return &readBuf{buf: b, done: make(chan direct.Completion, 1)}, nil
+}
+
+// put returns b. It never blocks: idle has room for every buffer.
+func (p *bufPool) put(b *readBuf) { p.idle <- b }
+
+// close frees the idle buffers. The caller makes sure none is in use.
+func (p *bufPool) close() {
+	for {
+		select {
+		case b := <-p.idle:
+			b.buf.Free()
+			<-p.tokens
+		default:
+			return
+		}
+	}
+}
