@@ -15,6 +15,7 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout=10m ./...
+	$(GO) test -count=1 -run 'Allocs' ./...   # allocation counts, which -race distorts
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "note: skipped the filesystem matrix (tmpfs, ramfs, ext4, xfs, btrfs): it mounts filesystems and needs root (try: sudo make test-matrix)"; \
 		if [ "$$CI" = true ]; then echo "error: CI=true requires the matrix" >&2; exit 1; fi; \

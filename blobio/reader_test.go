@@ -507,8 +507,8 @@ func TestReadFaults(t *testing.T) {
 // TestReadBlobAllocs: a ReadBlob into a dst with room allocates nothing, for
 // plain and zstd blobs.
 func TestReadBlobAllocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("AllocsPerRun")
+	if testing.Short() || testenv.Race {
+		t.Skip("AllocsPerRun: -short, or -race (make test runs it without)")
 	}
 	path := filepath.Join(testenv.Dir(t), "a.blob")
 	w, err := blobio.Create(path, &blobio.Options{Compression: blobio.Zstd})
