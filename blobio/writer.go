@@ -1,6 +1,7 @@
 package blobio
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,16 @@ type Options struct {
 	// NoSync makes Close skip the fdatasync, for a caller that makes many
 	// files durable at once, or never needs them to be. Sync still syncs.
 	NoSync bool
+
+	// Context, for Create only, bounds its wait for the writer's first
+	// buffer when a Pool's budget is spent: Create then fails with an
+	// error matching the context's (context.DeadlineExceeded,
+	// context.Canceled) and leaves no file. That is the only wait on the
+	// Pool: the writer takes more buffers only when the Pool has them
+	// free, and otherwise waits for its own writes, never for other
+	// writers. A Context already done fails Create. nil:
+	// context.Background().
+	Context context.Context
 
 	// Faults injects I/O errors into the writer's engine, for tests (see
 	// package faults).
@@ -77,7 +88,7 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults, Context: opts.Context}
 	if err := validate(opts, ao); err != nil {
 		return nil, err
 	}

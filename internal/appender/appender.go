@@ -71,6 +71,13 @@ type Options struct {
 	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a slab of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
 	Faults     direct.Injector
+
+	// Context bounds New's wait for the first buffer of a spent Pool, the
+	// only wait on the Pool: later buffers are taken only when one is
+	// free (a writer then waits for its own writes, never for the
+	// Pool). A done Context fails New, Pool or not. nil:
+	// context.Background().
+	Context context.Context
 }
 
 // DefaultBuffers is the number of buffers per writer when the caller does
@@ -154,6 +161,13 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
 	a := f.Alignment()
 	switch {
 	case o.Pool != nil:
@@ -206,7 +220,7 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	ap.done = make(chan direct.Completion, o.Buffers)
 	if ap.pool != nil {
 		// A shared pool lends buffers as they are needed: start with one.
-		b, err := ap.pool.Get(context.Background())
+		b, err := ap.pool.Get(ctx)
 		if err != nil {
 			ap.release()
 			return nil, err
