@@ -31,8 +31,9 @@ var (
 	// ErrClosed reports use of a closed Writer, Reader or Scanner. It
 	// matches fs.ErrClosed too, as os.File's errors do.
 	ErrClosed = fmt.Errorf("blobio: %w", fs.ErrClosed)
-	// ErrInvalidOptions reports Options that Create or Open refuse, before
-	// any file is created.
+	// ErrInvalidOptions reports Options that Create, OpenAppend or Open
+	// refuse (OpenAppend's size among them), before any file is created or
+	// changed.
 	ErrInvalidOptions = errors.New("blobio: invalid options")
 )
 

@@ -61,7 +61,8 @@ func (o *Options) withDefaults() Options {
 	return d
 }
 
-// A Writer appends blobs to a new file. It is not safe for concurrent use.
+// A Writer appends blobs to a new file (Create) or to an existing one
+// (OpenAppend). It is not safe for concurrent use.
 type Writer struct {
 	ap     *appender.Appender
 	mode   fallback.Mode
@@ -102,10 +103,7 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 		os.Remove(path)
 		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
-	w := &Writer{ap: ap, mode: f.Mode(), comp: opts.Compression}
-	if w.comp == Zstd {
-		w.enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-	}
+	w, err := newWriter(f, ap, opts)
 	if err == nil {
 		err = dirSync(filepath.Dir(path))
 	}
@@ -113,6 +111,57 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 		ap.Discard()
 		os.Remove(path)
 		return nil, err
+	}
+	return w, nil
+}
+
+// OpenAppend opens the blob file at path to append to it from logical
+// size size, a size made durable before: the Synced a service recorded
+// before a crash, or the file's size after a Close. It cuts off what the
+// file holds past size (blobs written after the last Sync, the zeros grown
+// ahead), reads the unaligned last block back into the first buffer, as
+// Sync keeps it, and returns a Writer whose next blob's offset is size and
+// whose Synced starts at size. The blobs before size must be whole: size
+// is the end of a blob. A size below zero or past the file's end gives an
+// error matching ErrInvalidOptions and leaves the file as it was; a
+// missing file, one matching fs.ErrNotExist. Options are those of Create
+// (Options.Size is ignored).
+func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults, Context: opts.Context}
+	if err := validate(opts, ao); err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, fmt.Errorf("%w: size %d is negative", ErrInvalidOptions, size)
+	}
+	f, err := fallback.Open(path, os.O_RDWR, 0, opts.IO)
+	if err != nil {
+		return nil, err
+	}
+	ap, err := appender.Resume(f, size, ao)
+	if err != nil {
+		f.Close()
+		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
+	}
+	w, err := newWriter(f, ap, opts)
+	if err != nil {
+		ap.Discard()
+		return nil, err
+	}
+	return w, nil
+}
+
+func newWriter(f fallback.File, ap *appender.Appender, opts Options) (*Writer, error) {
+	w := &Writer{ap: ap, mode: f.Mode(), comp: opts.Compression}
+	if w.comp == Zstd {
+		var err error
+		if w.enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1)); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
