@@ -228,8 +228,11 @@ func New(f fallback.File, o Options) (*Appender, error) {
 		ap.slots = append(ap.slots, slot{buf: b.Bytes(), pooled: b})
 	} else {
 		// Our own buffers: one slab, so that neighbours merge, registered
-		// with the engine where it can (io_uring fixed buffers).
-		ap.slab, err = aligned.New(o.Buffers*o.BufferSize, max(a.Memory, 512))
+		// with the engine where it can (io_uring fixed buffers). Its pages
+		// are committed as the ring first fills them (NewLazy): every byte
+		// a write takes was copied in or padded by the CPU first, so no
+		// write faults a page in, and an idle writer holds no memory.
+		ap.slab, err = aligned.NewLazy(o.Buffers*o.BufferSize, max(a.Memory, 512))
 		if err != nil {
 			ap.release()
 			return nil, err

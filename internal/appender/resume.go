@@ -46,6 +46,9 @@ func (a *Appender) resume(size int64) error {
 	s := &a.slots[a.cur]
 	s.off, s.n = whole, int(size-whole)
 	if s.n > 0 {
+		// Touched first: the slab's pages are committed lazily, and a
+		// direct read into a page not yet there is btrfs' slow path.
+		clear(s.buf[:a.align])
 		n, err := a.f.ReadAt(s.buf[:a.align], whole)
 		if errors.Is(err, io.EOF) && n >= s.n {
 			err = nil
