@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -89,4 +90,219 @@ func benchSyncEveryFile(b *testing.B, n int) {
 	if err := unix.Fdatasync(int(f.Fd())); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// committer makes a log's appends durable in groups: each append waits
+// until a sync covers it, and one sync covers every append made before
+// it started (group commit, as PostgreSQL's and etcd's WALs do).
+type committer struct {
+	mu     sync.Mutex // guards the log and synced
+	append func(p []byte) (end int64, err error)
+	sync   func() (size int64, err error)
+	synced int64
+	syncs  int
+	turn   sync.Mutex // one sync at a time; the others wait for it, then look
+}
+
+// write appends p and returns once it is durable.
+func (c *committer) write(p []byte) error {
+	c.mu.Lock()
+	end, err := c.append(p)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c.turn.Lock()
+	defer c.turn.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.synced >= end {
+		return nil // a sync that ran while we waited covered us
+	}
+	size, err := c.sync()
+	if err != nil {
+		return err
+	}
+	c.synced = size
+	c.syncs++
+	return nil
+}
+
+// BenchmarkGroupCommit: writers goroutines append 150-byte records, each
+// waiting for its record to be durable, through one committer per file.
+// An op is one record; syncs/op says how many records a sync covered.
+func BenchmarkGroupCommit(b *testing.B) {
+	for _, writers := range []int{1, 4, 16, 64} {
+		b.Run(fmt.Sprintf("writers=%d/engine=os.File", writers), func(b *testing.B) {
+			f, err := os.Create(filepath.Join(testenv.Dir(b), "log"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			var size int64
+			c := &committer{
+				append: func(p []byte) (int64, error) {
+					n, err := f.Write(p)
+					size += int64(n)
+					return size, err
+				},
+				sync: func() (int64, error) { return size, unix.Fdatasync(int(f.Fd())) },
+			}
+			benchGroupCommit(b, writers, c)
+		})
+		for _, e := range testenv.Engines {
+			b.Run(fmt.Sprintf("writers=%d/engine=%s", writers, e.Name), func(b *testing.B) {
+				w, err := blobio.Create(filepath.Join(testenv.Dir(b), "log"), &blobio.Options{IO: e.Policy})
+				if errors.Is(err, direct.ErrNotSupported) {
+					b.Skip(err)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := &committer{
+					append: func(p []byte) (int64, error) {
+						_, err := w.WriteBlob(p[1:]) // the header is the writer's
+						return w.Size(), err
+					},
+					sync: func() (int64, error) { return w.Size(), w.Sync() },
+				}
+				benchGroupCommit(b, writers, c)
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+			})
+			b.Run(fmt.Sprintf("writers=%d/engine=%s/log", writers, e.Name), func(b *testing.B) {
+				w, err := blobio.Create(filepath.Join(testenv.Dir(b), "log"), &blobio.Options{IO: e.Policy})
+				if errors.Is(err, direct.ErrNotSupported) {
+					b.Skip(err)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				l := blobio.NewLog(w)
+				benchLog(b, writers, l)
+				if err := l.Close(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("writers=%d/engine=os.File/log", writers), func(b *testing.B) {
+			f, err := os.Create(filepath.Join(testenv.Dir(b), "log"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			benchFileLog(b, writers, f)
+		})
+	}
+}
+
+// benchLog is benchGroupCommit through a blobio.Log.
+func benchLog(b *testing.B, writers int, l *blobio.Log) {
+	v := record(1, logRecord)
+	b.SetBytes(logRecord)
+	b.ResetTimer()
+	parallel(b, writers, func() error { _, err := l.Append(v); return err })
+}
+
+// benchFileLog is the os.File counterpart of a blobio.Log: appends under
+// a lock, the group's fdatasync outside it.
+func benchFileLog(b *testing.B, writers int, f *os.File) {
+	rec, err := blobio.AppendHeader(nil, logRecord, blobio.None)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec = append(rec, record(1, logRecord)...)
+	var mu, turn sync.Mutex
+	var size, synced int64
+	syncs := 0
+	b.SetBytes(logRecord)
+	b.ResetTimer()
+	parallel(b, writers, func() error {
+		mu.Lock()
+		n, err := f.Write(rec)
+		size += int64(n)
+		end := size
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+		turn.Lock()
+		defer turn.Unlock()
+		mu.Lock()
+		if synced >= end {
+			mu.Unlock()
+			return nil
+		}
+		target := size
+		mu.Unlock()
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return err
+		}
+		mu.Lock()
+		synced = target
+		syncs++
+		mu.Unlock()
+		return nil
+	})
+	b.ReportMetric(float64(syncs)/float64(b.N), "syncs/op")
+}
+
+// parallel runs b.N calls of op split among writers goroutines.
+func parallel(b *testing.B, writers int, op func() error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for g := range writers {
+		n := b.N / writers
+		if g < b.N%writers {
+			n++
+		}
+		wg.Go(func() {
+			for range n {
+				if err := op(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func benchGroupCommit(b *testing.B, writers int, c *committer) {
+	rec, err := blobio.AppendHeader(nil, logRecord, blobio.None)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec = append(rec, record(1, logRecord)...)
+	b.SetBytes(logRecord)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for g := range writers {
+		n := b.N / writers
+		if g < b.N%writers {
+			n++
+		}
+		wg.Go(func() {
+			for range n {
+				if err := c.write(rec); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(c.syncs)/float64(b.N), "syncs/op")
 }
