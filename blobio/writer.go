@@ -193,7 +193,7 @@ func (w *Writer) Mode() fallback.Mode { return w.mode }
 func (w *Writer) Size() int64 { return w.ap.Size() }
 
 // Synced returns the logical size made durable by the last successful
-// Sync or Close: after a crash the file holds these bytes intact, then an
+// Sync or Close (or a Log's commit): after a crash the file holds these bytes intact, then an
 // unspecified tail. A service records it (in its index, as Neon does) to
 // reopen the file with Options.Size. A Close with NoSync makes nothing
 // durable and leaves it as it was. Synced is still valid after Close.

@@ -46,13 +46,13 @@ func (l *Log) commit(end int64) error {
 	l.turn.Lock()
 	defer l.turn.Unlock()
 	l.mu.Lock()
+	if l.w.Synced() >= end {
+		l.mu.Unlock()
+		return nil // the group before, or Close, covered it
+	}
 	if l.w.closed {
 		l.mu.Unlock()
 		return ErrClosed
-	}
-	if l.w.Synced() >= end {
-		l.mu.Unlock()
-		return nil // the group before covered it
 	}
 	ap := l.w.ap
 	err := ap.Flush()
@@ -79,6 +79,8 @@ func (l *Log) Synced() int64 {
 }
 
 // Close waits for the fdatasync running, if any, and closes the Writer.
+// An Append racing it returns nil if Close made its blob durable, and
+// ErrClosed if it came too late to be written.
 func (l *Log) Close() error {
 	l.turn.Lock()
 	defer l.turn.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -113,5 +114,47 @@ func TestLogSyncFails(t *testing.T) {
 			assert.Equal(t, synced, l.Synced())
 			assert.ErrorIs(t, l.Close(), syscall.EIO)
 		})
+	}
+}
+
+// TestLogCloseRace: Appends racing Close either return nil, and their
+// blob is in the file, or ErrClosed.
+func TestLogCloseRace(t *testing.T) {
+	for round := range 10 {
+		path := filepath.Join(testenv.Dir(t), fmt.Sprintf("log%d.blob", round))
+		w, err := blobio.Create(path, &blobio.Options{BufferSize: 4096, NoSync: round%2 == 0})
+		require.NoError(t, err)
+		l := blobio.NewLog(w)
+		var mu sync.Mutex
+		acked := map[int64][]byte{}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					data := record(g*1000+i, 1+i%300)
+					off, err := l.Append(data)
+					if err != nil {
+						assert.ErrorIs(t, err, blobio.ErrClosed)
+						return
+					}
+					mu.Lock()
+					acked[off] = data
+					mu.Unlock()
+				}
+			})
+		}
+		for l.Synced() < 20_000 {
+			runtime.Gosched()
+		}
+		require.NoError(t, l.Close())
+		wg.Wait()
+		r, err := blobio.Open(path, nil)
+		require.NoError(t, err)
+		for off, want := range acked {
+			got, err := r.ReadBlob(off, nil)
+			require.NoError(t, err, "acknowledged blob at %d", off)
+			require.True(t, bytes.Equal(want, got), "acknowledged blob at %d differs", off)
+		}
+		require.NoError(t, r.Close())
 	}
 }
