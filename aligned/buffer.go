@@ -31,11 +31,20 @@ type Buffer struct {
 
 // New allocates a zeroed Buffer of size bytes aligned to align. size must be
 // a positive multiple of align and align a power of two.
-func New(size, align int) (*Buffer, error) {
+func New(size, align int) (*Buffer, error) { return newBuffer(size, align, true) }
+
+// NewLazy is New without faulting the pages in: the kernel commits each
+// page of memory when it is first touched, so a buffer costs only what is
+// used of it. It is for a buffer the CPU fills before any I/O uses it (a
+// writer's), which never takes the page fault inside the filesystem that
+// New's prefault is for.
+func NewLazy(size, align int) (*Buffer, error) { return newBuffer(size, align, false) }
+
+func newBuffer(size, align int, populate bool) (*Buffer, error) {
 	if err := check(size, align); err != nil {
 		return nil, err
 	}
-	r, err := allocate(size, align)
+	r, err := allocate(size, align, populate)
 	if err != nil {
 		return nil, fmt.Errorf("aligned: allocating %d bytes: %w", size, err)
 	}

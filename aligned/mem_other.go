@@ -8,7 +8,7 @@ type region struct {
 	mem []byte
 }
 
-func allocate(size, align int) (*region, error) {
+func allocate(size, align int, _ bool) (*region, error) {
 	m := make([]byte, size+align)
 	start := Up(addr(m), uintptr(align)) - addr(m)
 	return &region{mem: m[start : int(start)+size : int(start)+size]}, nil

@@ -14,13 +14,17 @@ type region struct {
 	mem     []byte
 }
 
-func allocate(size, align int) (*region, error) {
+func allocate(size, align int, populate bool) (*region, error) {
 	page := os.Getpagesize()
 	extra := 0
 	if align > page {
 		extra = align - page // mmap is page aligned; over-map to find an aligned start
 	}
-	m, err := unix.Mmap(-1, 0, size+extra, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|mapPopulate)
+	flags := unix.MAP_PRIVATE | unix.MAP_ANON
+	if populate {
+		flags |= mapPopulate
+	}
+	m, err := unix.Mmap(-1, 0, size+extra, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,10 @@
 // ever puts there, so zeros grown ahead or padded are never read back as
 // blobs and the scan finishes at the end of the data; a blob torn by the
 // crash may still come back with zeros in it, so a service that must not
-// see one records its sizes. A Writer is the only writer of its file:
+// see one records its sizes. To go on writing, OpenAppend(path, synced,
+// o) cuts the tail off and appends from the recorded size; a service that
+// finds corruption instead (a *CorruptError, whose Off says where) can
+// continue from there. A Writer is the only writer of its file:
 // Create fails if the file exists, and fsyncs the directory, so that a
 // new file whose Sync returned nil survives a power cut.
 package blobio

@@ -25,15 +25,65 @@ const (
 var (
 	// ErrBlobTooLarge reports a blob longer than MaxBlobSize.
 	ErrBlobTooLarge = errors.New("blobio: blob too large")
-	// ErrCorrupt reports bytes that are not a valid blob.
+	// ErrCorrupt reports bytes that are not a valid blob. Errors matching
+	// it are *CorruptError, which says where.
 	ErrCorrupt = errors.New("blobio: corrupt blob")
 	// ErrClosed reports use of a closed Writer, Reader or Scanner. It
 	// matches fs.ErrClosed too, as os.File's errors do.
 	ErrClosed = fmt.Errorf("blobio: %w", fs.ErrClosed)
-	// ErrInvalidOptions reports Options that Create or Open refuse, before
-	// any file is created.
+	// ErrInvalidOptions reports Options that Create, OpenAppend or Open
+	// refuse (OpenAppend's size among them), before any file is created or
+	// changed.
 	ErrInvalidOptions = errors.New("blobio: invalid options")
 )
+
+// A CorruptError reports bytes that are not a valid blob, at Off: a
+// header with unknown compression bits, a blob cut short, zstd data that
+// does not decode. It matches ErrCorrupt. Off is the offset of the
+// blob's header, where a service recovering a log truncates it (as the
+// WAL readers of Prometheus and etcd do) or which it reports:
+//
+//	var ce *blobio.CorruptError
+//	if errors.As(err, &ce) {
+//		size = ce.Off // keep the blobs before it
+//	}
+//
+// Code that finds corruption at off reports &CorruptError{Off: off,
+// Reason: "what is wrong", Err: cause}, Err being nil or the error
+// behind it (zstd's).
+type CorruptError struct {
+	Off    int64  // offset of the blob's header
+	Reason string // what is wrong, such as "compression bits 0xa0 in header"
+	Err    error  // the cause, if another error reported it; may be nil
+}
+
+func (e *CorruptError) Error() string {
+	s := fmt.Sprintf("blobio: corrupt blob at offset %d", e.Off)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// Unwrap returns the cause, if any.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// corruptAt moves a *CorruptError found in bytes read at file offset off
+// (DecodeHeader's, whose Off is relative to its input) to the file's
+// offsets; any other error is returned as it is.
+func corruptAt(off int64, err error) error {
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &CorruptError{Off: off + ce.Off, Reason: ce.Reason, Err: ce.Err}
+}
 
 // Compression is how a blob's bytes are stored.
 type Compression int
@@ -88,7 +138,8 @@ func AppendHeader(dst []byte, n int, c Compression) ([]byte, error) {
 // DecodeHeader parses the header at the start of p and returns its size,
 // the stored length that follows it and the compression. If p is shorter
 // than the header, the error is io.ErrUnexpectedEOF; unknown compression
-// bits give ErrCorrupt.
+// bits give a *CorruptError (matching ErrCorrupt) whose Off is 0, the
+// start of p: a caller that read p at a file offset adds that offset.
 func DecodeHeader(p []byte) (size, n int, c Compression, err error) {
 	if len(p) == 0 {
 		return 0, 0, None, io.ErrUnexpectedEOF
@@ -105,7 +156,7 @@ func DecodeHeader(p []byte) (size, n int, c Compression, err error) {
 	case byteZstd:
 		c = Zstd
 	default:
-		return 0, 0, None, fmt.Errorf("%w: compression bits %#02x in header", ErrCorrupt, p[0]&compressionMask)
+		return 0, 0, None, &CorruptError{Reason: fmt.Sprintf("compression bits %#02x in header", p[0]&compressionMask)}
 	}
 	n = int(binary.BigEndian.Uint32(p) & MaxBlobSize)
 	return longHeaderSize, n, c, nil

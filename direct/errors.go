@@ -12,21 +12,21 @@ var (
 
 	// ErrNotSupported reports a filesystem that refuses O_DIRECT, at open or
 	// at the first aligned I/O.
-	ErrNotSupported = errors.New("direct I/O not supported")
+	ErrNotSupported = errors.New("direct: O_DIRECT not supported")
 
 	// ErrNegativeOffset reports a read or write at an offset below zero.
-	ErrNegativeOffset = errors.New("negative offset")
+	ErrNegativeOffset = errors.New("direct: negative offset")
 
 	// ErrQueueClosed is returned by Submit after Close.
 	ErrQueueClosed = errors.New("direct: queue closed")
 
 	// ErrTooLarge reports a request longer than its engine takes in one
 	// piece.
-	ErrTooLarge = errors.New("request too large")
+	ErrTooLarge = errors.New("direct: request too large")
 
 	// ErrInvalidAlignment reports an Alignment that cannot be checked
 	// against, such as one with a zero field.
-	ErrInvalidAlignment = errors.New("invalid alignment")
+	ErrInvalidAlignment = errors.New("direct: invalid alignment")
 )
 
 // UnalignedError names the values that broke an alignment rule.

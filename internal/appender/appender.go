@@ -71,6 +71,13 @@ type Options struct {
 	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a slab of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
 	Faults     direct.Injector
+
+	// Context bounds New's wait for the first buffer of a spent Pool, the
+	// only wait on the Pool: later buffers are taken only when one is
+	// free (a writer then waits for its own writes, never for the
+	// Pool). A done Context fails New, Pool or not. nil:
+	// context.Background().
+	Context context.Context
 }
 
 // DefaultBuffers is the number of buffers per writer when the caller does
@@ -154,6 +161,13 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
 	a := f.Alignment()
 	switch {
 	case o.Pool != nil:
@@ -206,7 +220,7 @@ func New(f fallback.File, o Options) (*Appender, error) {
 	ap.done = make(chan direct.Completion, o.Buffers)
 	if ap.pool != nil {
 		// A shared pool lends buffers as they are needed: start with one.
-		b, err := ap.pool.Get(context.Background())
+		b, err := ap.pool.Get(ctx)
 		if err != nil {
 			ap.release()
 			return nil, err
@@ -214,8 +228,11 @@ func New(f fallback.File, o Options) (*Appender, error) {
 		ap.slots = append(ap.slots, slot{buf: b.Bytes(), pooled: b})
 	} else {
 		// Our own buffers: one slab, so that neighbours merge, registered
-		// with the engine where it can (io_uring fixed buffers).
-		ap.slab, err = aligned.New(o.Buffers*o.BufferSize, max(a.Memory, 512))
+		// with the engine where it can (io_uring fixed buffers). Its pages
+		// are committed as the ring first fills them (NewLazy): every byte
+		// a write takes was copied in or padded by the CPU first, so no
+		// write faults a page in, and an idle writer holds no memory.
+		ap.slab, err = aligned.NewLazy(o.Buffers*o.BufferSize, max(a.Memory, 512))
 		if err != nil {
 			ap.release()
 			return nil, err
