@@ -23,7 +23,8 @@
 // after the last Sync, whole or torn, and zeros. The tail is there because
 // with O_DIRECT the Writer grows the file ahead of its writes (a write
 // that extends a file is serialised by ext4 and xfs) and only a
-// successful Sync or Close cuts it back; a Close that fails cuts the file
+// successful Close cuts it back (Sync keeps it, which spares a log an
+// ftruncate and an fallocate per Sync); a Close that fails cuts the file
 // back to Synced itself.
 //
 // To recover, a service that recorded Synced (Neon keeps the size in its

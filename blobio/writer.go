@@ -228,8 +228,11 @@ func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 }
 
 // Sync makes every blob written so far durable: it writes the buffered
-// tail padded to the file's alignment, cuts the file back to its logical
-// size and fdatasyncs. When it returns nil, Synced is Size.
+// tail padded to the file's alignment and fdatasyncs. When it returns
+// nil, Synced is Size. With O_DIRECT the file may stay longer than Size,
+// grown ahead of the writes, zeros past the data, until Close cuts it
+// back: a Reader opened meanwhile scans to the end of the data (see
+// Crashes in the package doc).
 func (w *Writer) Sync() error {
 	if w.closed {
 		return ErrClosed

@@ -19,10 +19,15 @@
 // Growing ahead, and what a crash leaves. With O_DIRECT the file is grown
 // ahead of the writes with fallocate (mode 0, steps of 1 to 64 MiB), so
 // that no write extends it: ext4 and xfs serialise extending direct
-// writes. The size then runs past the data until a successful Sync or
-// Close cuts it back, so a crash (SIGKILL, power cut) leaves a tail of
-// zeros, and so would a failed Close, which therefore cuts the file back
-// to Synced. Readers tell that tail from data because the writer never
+// writes. The size then runs past the data until Close cuts it back, so
+// a crash (SIGKILL, power cut) leaves a tail of zeros, and so would a
+// failed Close, which therefore cuts the file back to Synced. Sync keeps
+// the reservation: it only writes the padded tail and fdatasyncs, as the
+// size already covers the data and was made durable with the data (the
+// fallocate that grew the file is metadata fdatasync commits: ext4 and
+// xfs log it in the transaction the data's extents need). Cutting back
+// at every Sync cost an ftruncate and, at the next write, an fallocate:
+// 200 Syncs took 207 fallocate and 201 ftruncate calls, now 2 and 1. Readers tell that tail from data because the writer never
 // puts a 0x00 byte where a header is due (blobio's empty blob has a 4-byte
 // header): a 0x00 there ends the written data. Growing with
 // FALLOC_FL_KEEP_SIZE instead would keep the size at the data, but every
@@ -475,13 +480,11 @@ func (a *Appender) Flush() error {
 	return nil
 }
 
-// Sync flushes, cuts the file back to the logical size and makes the data
-// and the size durable with fdatasync.
+// Sync flushes and makes the data durable with fdatasync, and a size that
+// covers it: the file may run past the logical size (grown ahead, or the
+// padding of the last block) until Close.
 func (a *Appender) Sync() error {
 	if err := a.Flush(); err != nil {
-		return err
-	}
-	if err := a.trim(); err != nil {
 		return err
 	}
 	if err := a.sync(); err != nil {
