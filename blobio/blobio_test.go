@@ -216,17 +216,21 @@ func roundTrip(t *testing.T, o *blobio.Options, seed uint64) {
 			st, err := os.Stat(path)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, st.Size(), total, "after Sync the file covers the data")
-			checkBlobs(t, path, blobs, offs)
+			require.Equal(t, total, w.Synced())
+			checkBlobs(t, path, total, blobs, offs)
 		}
 	}
 	require.NoError(t, w.Close())
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	require.Equal(t, total, st.Size())
-	checkBlobs(t, path, blobs, offs)
+	checkBlobs(t, path, total, blobs, offs)
 }
 
-func checkBlobs(t *testing.T, path string, blobs [][]byte, offs []int64) {
+// checkBlobs reads blobs back from path, whose logical size (Synced, or
+// the size after Close) is size: by offset, by a scan bounded by size and
+// by an unbounded one.
+func checkBlobs(t *testing.T, path string, size int64, blobs [][]byte, offs []int64) {
 	t.Helper()
 	rd, err := blobio.Open(path, nil)
 	require.NoError(t, err)
@@ -237,7 +241,7 @@ func checkBlobs(t *testing.T, path string, blobs [][]byte, offs []int64) {
 		require.NoError(t, err, "blob %d at %d", i, offs[i])
 		require.True(t, bytes.Equal(blobs[i], buf), "blob %d at %d differs", i, offs[i])
 	}
-	scanBlobs(t, path, &blobio.Options{Size: rd.Size()}, blobs, offs, len(blobs))
+	scanBlobs(t, path, &blobio.Options{Size: size}, blobs, offs, len(blobs))
 	scanBlobs(t, path, nil, blobs, offs, writtenPrefix(t, path, offs))
 }
 
@@ -293,7 +297,7 @@ func TestCloseNoSync(t *testing.T) {
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, size, st.Size(), "NoSync still truncates to the logical size")
-	checkBlobs(t, path, blobs, offs)
+	checkBlobs(t, path, size, blobs, offs)
 }
 
 func TestWriterErrors(t *testing.T) {

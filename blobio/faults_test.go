@@ -116,7 +116,7 @@ func TestTransientFaults(t *testing.T) {
 				}
 			}
 			require.NoError(t, w.Close())
-			checkBlobs(t, path, blobs, offs)
+			checkBlobs(t, path, w.Synced(), blobs, offs)
 			got := plan.Injected()
 			t.Logf("injected %v", got)
 			for _, k := range []string{"EINTR", "EAGAIN", "short", "late"} {
