@@ -253,10 +253,12 @@ func TestSlowReadDoesNotBlockWriter(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			g := newGate(direct.OpRead)
-			defer g.open()
 			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 16 << 10, Buffers: 4, Faults: g})
 			require.NoError(t, err)
-			defer f.Close()
+			defer func() {
+				g.open() // first: a failed test must not hang in Close
+				f.Close()
+			}()
 			writePattern(t, f, 2<<20)
 			require.NoError(t, f.Flush()) // [0, 2 MiB - 64 KiB) is on disk alone
 
@@ -304,10 +306,12 @@ func TestSlowWriteDoesNotBlockReaders(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			g := newGate(direct.OpWrite)
-			defer g.open()
 			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 16 << 10, Buffers: 4, Faults: g})
 			require.NoError(t, err)
-			defer f.Close()
+			defer func() {
+				g.open() // first: a failed test must not hang in Close
+				f.Close()
+			}()
 			writePattern(t, f, 1<<20+1000)
 			require.NoError(t, f.Flush())
 
@@ -356,10 +360,12 @@ func TestReadsAcrossRefit(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			g := newGate(direct.OpWrite)
-			defer g.open()
 			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 8 << 10, Buffers: 2, Faults: g})
 			require.NoError(t, err)
-			defer f.Close()
+			defer func() {
+				g.open() // first: a failed test must not hang in Close
+				f.Close()
+			}()
 			writePattern(t, f, 100)
 			require.NoError(t, f.Flush()) // the block on disk: 100 bytes, then zeros
 			writePattern(t, f, 3000)

@@ -71,18 +71,22 @@ type File struct {
 	wmu sync.Mutex // the writer side: held across its device waits
 	hdr [blobio.MaxHeaderSize]byte
 
-	// mu is the state lock: the appender's buffers and size (through
-	// appender.Options.Lock), closed, and the read state. Never held
-	// across a device wait. Not RWMutex: WriteBlob takes it twice per
-	// blob, and an RWMutex costs twice the atomics.
-	mu     sync.Mutex
-	ap     *appender.Appender
-	f      fallback.File
-	closed bool // set with wmu and mu held: either guards a read of it
-	faults direct.Injector
+	// mu is the state lock: what is where, the appender's buffers and
+	// size (through appender.Options.Lock). Never held across a device
+	// wait, and by readers only to look and copy, so that the writer,
+	// which takes it twice per blob, never queues behind the readers'
+	// own bookkeeping. Not RWMutex: an RWMutex costs twice the atomics.
+	mu sync.Mutex
+	ap *appender.Appender
+	f  fallback.File
 
-	reading sync.WaitGroup // reads that started before Close
+	// rmu guards the readers' state: closed, reading's count and rd.
+	// Never held across a device wait either; taken before mu.
+	rmu     sync.Mutex
+	closed  bool // set with wmu and rmu held: either guards a read of it
+	reading sync.WaitGroup
 	rd      readState
+	faults  direct.Injector
 }
 
 // readAheadSize is the size of each read buffer, rounded up to whole write
@@ -107,7 +111,7 @@ const minRead = 8 << 10
 // maxReads readers).
 const streamCredit = 2 * maxReads
 
-// readState is what the readers share, under File.mu.
+// readState is what the readers share, under File.rmu.
 type readState struct {
 	q      direct.Queue      // the readers' own queue, made at the first disk read, so no read waits behind a write
 	tokens chan struct{}     // one per read buffer a reader holds: at most maxReads
@@ -214,6 +218,24 @@ func poolFits(p *aligned.Pool, a direct.Alignment) error {
 		ErrInvalidOptions, p.BufferSize(), p.Align(), a)
 }
 
+// cached copies the bytes at pos that are in the appender's buffers into
+// p, under the state lock, and returns how many; when it holds none, it
+// returns where the next buffered stretch starts instead: [pos, final) is
+// final on disk. With an empty p it only reports whether pos is in memory
+// (1) or not.
+func (f *File) cached(p []byte, pos int64) (n int, final int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mem, final := f.ap.Cached(pos)
+	if mem == nil {
+		return 0, final
+	}
+	if len(p) == 0 {
+		return 1, 0
+	}
+	return copy(p, mem), 0
+}
+
 // Mode reports the I/O path the file uses.
 func (f *File) Mode() fallback.Mode { return f.f.Mode() }
 
@@ -286,13 +308,13 @@ func (f *File) Fd() uintptr { return f.f.Fd() }
 func (f *File) Close() error {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
-	f.mu.Lock()
+	f.rmu.Lock()
 	if f.closed {
-		f.mu.Unlock()
+		f.rmu.Unlock()
 		return ErrClosed
 	}
 	f.closed = true
-	f.mu.Unlock()
+	f.rmu.Unlock()
 	f.reading.Wait()
 	// Nobody else reads now: the read state is ours without the lock.
 	rd := &f.rd
@@ -332,7 +354,7 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		return dst[:0], err
 	}
 	defer r.end()
-	if size := f.ap.Size(); off < 0 || off >= size {
+	if size := f.Size(); off < 0 || off >= size {
 		return dst[:0], fmt.Errorf("%w: offset %d, size %d", blobio.ErrOffset, off, size)
 	}
 	// Read the header's first byte, and the rest only for a long header:
@@ -361,13 +383,13 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	// Check the claimed size before allocating for it: a corrupt header
 	// may claim 256 MiB in a file of 1 KiB.
 	start, end := off+int64(hs), off+int64(hs)+int64(size)
-	if fileSize := f.ap.Size(); end > fileSize {
+	if fileSize := f.Size(); end > fileSize {
 		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %d bytes run past the end of the file at %d: %w", off, size, fileSize, io.ErrUnexpectedEOF)
 	}
 	if cap(dst) < size {
-		f.mu.Unlock() // no allocation under the lock
+		f.rmu.Unlock() // no allocation under the lock
 		dst = slices.Grow(dst[:0], size)
-		f.mu.Lock()
+		f.rmu.Lock()
 	}
 	dst = dst[:size]
 	if _, err := r.read(dst, start, end); err != nil {
@@ -377,7 +399,7 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 }
 
 // A reader is one ReadAt or ReadBlob call, from startRead to end, which
-// it spends holding File.mu but for its device waits. Its buffer is its
+// it spends holding File.rmu but for its device waits. Its buffer is its
 // own from its first disk read to end, which offers it to the stream.
 type reader struct {
 	f   *File
@@ -386,9 +408,9 @@ type reader struct {
 
 // startRead locks f for a read that Close will wait for.
 func (f *File) startRead() (reader, error) {
-	f.mu.Lock()
+	f.rmu.Lock()
 	if f.closed {
-		f.mu.Unlock()
+		f.rmu.Unlock()
 		return reader{}, ErrClosed
 	}
 	f.reading.Add(1)
@@ -403,16 +425,16 @@ func (r *reader) end() {
 		r.buf = nil
 		<-f.rd.tokens
 	}
-	f.mu.Unlock()
+	f.rmu.Unlock()
 	f.reading.Done()
 }
 
-// read copies the file's bytes [off, off+len(p)) into p, with f.mu held,
+// read copies the file's bytes [off, off+len(p)) into p, with f.rmu held,
 // and reports io.EOF at the end of the file. want is where the caller's
 // reads end, so that a disk read may fetch them at once.
 func (r *reader) read(p []byte, off, want int64) (int, error) {
 	f := r.f
-	end := min(off+int64(len(p)), f.ap.Size())
+	end := min(off+int64(len(p)), f.Size())
 	pos := off
 	for pos < end {
 		dst := p[pos-off : end-off]
@@ -427,9 +449,9 @@ func (r *reader) read(p []byte, off, want int64) (int, error) {
 			f.rd.st.credit = streamCredit // the window is in use
 			continue
 		}
-		mem, final := f.ap.Cached(pos)
-		if mem != nil {
-			pos += int64(copy(dst, mem))
+		k, final := f.cached(dst, pos)
+		if k > 0 {
+			pos += int64(k)
 			continue
 		}
 		// [pos, final) is on disk, final.
@@ -454,7 +476,7 @@ func (s *stream) end() int64    { return s.cur.off + int64(s.cur.n) }
 func (f *File) offAlign() int64 { return int64(f.f.Alignment().Offset) }
 
 // fill reads the file's bytes from pos's block towards want into the
-// reader's own buffer; they are final on disk up to final. f.mu is held,
+// reader's own buffer; they are final on disk up to final. f.rmu is held,
 // and released for the device wait.
 func (r *reader) fill(pos, want, final int64) error {
 	f := r.f
@@ -487,15 +509,15 @@ func (b *readBuf) set(lo int64, n, read int, pos, final int64) error {
 	return nil
 }
 
-// takeBuf returns a read buffer for a reader, waiting (without f.mu) while
+// takeBuf returns a read buffer for a reader, waiting (without f.rmu) while
 // maxReads readers hold one.
 func (f *File) takeBuf() (*readBuf, error) {
 	select {
 	case f.rd.tokens <- struct{}{}:
 	default:
-		f.mu.Unlock()
+		f.rmu.Unlock()
 		f.rd.tokens <- struct{}{}
-		f.mu.Lock()
+		f.rmu.Lock()
 	}
 	b, err := f.newBuf()
 	if err != nil {
@@ -526,7 +548,7 @@ func (f *File) newBuf() (*readBuf, error) {
 
 // donate offers a reader's buffer, done with, to the stream: it becomes
 // the window when no sequential reader has used the window lately, so that
-// a reader that goes on where it stopped is seen to be sequential. f.mu is
+// a reader that goes on where it stopped is seen to be sequential. f.rmu is
 // held.
 func (f *File) donate(b *readBuf) {
 	st := &f.rd.st
@@ -538,9 +560,9 @@ func (f *File) donate(b *readBuf) {
 	if st.ahead {
 		// A read-ahead nobody came for: wait for its buffer.
 		st.busy = true
-		f.mu.Unlock()
+		f.rmu.Unlock()
 		f.rd.q.Await(st.next.done)
-		f.mu.Lock()
+		f.rmu.Lock()
 		st.busy, st.ahead = false, false
 	}
 	if st.cur != nil {
@@ -550,7 +572,7 @@ func (f *File) donate(b *readBuf) {
 }
 
 // readQueue returns the readers' queue, making it at the first disk read.
-// f.mu is held.
+// f.rmu is held.
 func (f *File) readQueue() (direct.Queue, error) {
 	if f.rd.q == nil {
 		// Reads in flight: one per token, the stream's foreground read or
@@ -565,15 +587,15 @@ func (f *File) readQueue() (direct.Queue, error) {
 }
 
 // readDisk reads n bytes at off into b, which is the caller's alone, with
-// f.mu released during the device wait. It returns the bytes read; a read
+// f.rmu released during the device wait. It returns the bytes read; a read
 // cut short by the end of the file is no error here.
 func (f *File) readDisk(b *readBuf, off int64, n int) (int, error) {
 	q, err := f.readQueue()
 	if err != nil {
 		return 0, err
 	}
-	f.mu.Unlock()
-	defer f.mu.Lock()
+	f.rmu.Unlock()
+	defer f.rmu.Lock()
 	if err := q.Submit(direct.Request{Op: direct.OpRead, Buf: b.b.Bytes()[:n], Off: off, Done: b.done}); err != nil {
 		return 0, err
 	}
@@ -586,7 +608,7 @@ func (f *File) readDisk(b *readBuf, off int64, n int) (int, error) {
 
 // advance moves the stream on to pos, where it ends: from the read-ahead
 // when it holds pos, else with a read twice the last one's size, up to a
-// whole buffer. The bytes from pos are final on disk up to final. f.mu is
+// whole buffer. The bytes from pos are final on disk up to final. f.rmu is
 // held, and released for the device waits.
 func (f *File) advance(pos, final int64) error {
 	st := &f.rd.st
@@ -594,9 +616,9 @@ func (f *File) advance(pos, final int64) error {
 	defer func() { st.busy = false }()
 	st.credit = streamCredit
 	if st.ahead {
-		f.mu.Unlock()
+		f.rmu.Unlock()
 		c := f.rd.q.Await(st.next.done)
-		f.mu.Lock()
+		f.rmu.Lock()
 		st.ahead = false
 		// A failed read-ahead is dropped, not reported: the read below
 		// tries again and reports what persists.
@@ -626,7 +648,7 @@ func (f *File) advance(pos, final int64) error {
 }
 
 // startAhead reads the bytes after the window into next in the background,
-// if they are final on disk. f.mu is held, st.busy set; the lock is
+// if they are final on disk. f.rmu is held, st.busy set; the lock is
 // released for the Submit, which may wait for the engine.
 func (f *File) startAhead() {
 	st := &f.rd.st
@@ -634,8 +656,8 @@ func (f *File) startAhead() {
 	if at%f.offAlign() != 0 {
 		return
 	}
-	mem, final := f.ap.Cached(at)
-	if mem != nil || at >= final {
+	k, final := f.cached(nil, at)
+	if k > 0 || at >= final {
 		return
 	}
 	if st.next == nil {
@@ -650,9 +672,9 @@ func (f *File) startAhead() {
 		return
 	}
 	st.next.n = 0
-	f.mu.Unlock()
+	f.rmu.Unlock()
 	err = q.Submit(direct.Request{Op: direct.OpRead, Buf: st.next.b.Bytes(), Off: at, Done: st.next.done})
-	f.mu.Lock()
+	f.rmu.Lock()
 	if err == nil {
 		st.ahead, st.aheadOff, st.aheadFinal = true, at, final
 	}
