@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/blobio"
@@ -59,8 +60,9 @@ type Options struct {
 // Memory: the write buffers (Buffers × BufferSize, or what the Pool lends),
 // plus read buffers of 512 KiB (rounded up to whole write buffers),
 // allocated as reads need them and freed by Close: one per read waiting
-// for the disk, at most 16 at once (more readers wait for one), and two
-// for the sequential read-ahead, so at most 18 (9 MiB by default).
+// for the disk, at most 16 at once (more readers wait for one), two for
+// the sequential window and its read-ahead, and one keeping the last
+// random read, so at most 19 (9.5 MiB by default).
 // Random reads fetch only the aligned blocks they need (at least 8 KiB);
 // a reader that reads on where the last disk read ended is sequential and
 // gets reads that double up to 512 KiB, the next one read in the
@@ -106,10 +108,13 @@ const maxReads = 16
 // PostgreSQL page image, the commonest value Neon's ephemeral files hold).
 const minRead = 8 << 10
 
-// streamCredit is how many random reads may pass, after the sequential
-// window was last used, before one of them may take it over (2 rounds of
-// maxReads readers).
-const streamCredit = 2 * maxReads
+// streamHold is how long the sequential window stays its reader's after
+// its last use, before a reader that looks sequential elsewhere may take
+// it: longer than a runnable goroutine waits for a CPU on a loaded
+// machine. With a count of 32 random reads instead, a scan on tmpfs beside
+// 8 random readers lost its window all the time (TestRandomReadersKeep-
+// SequentialWindow: 0 reads of 512 KiB of 14).
+const streamHold = 200 * time.Millisecond
 
 // readState is what the readers share, under File.rmu.
 type readState struct {
@@ -118,6 +123,7 @@ type readState struct {
 	free   []*readBuf        // read buffers not in use
 	size   int               // bytes per read buffer
 	st     stream            // the sequential window
+	recent *readBuf          // the last random read's buffer: a reader that goes on where it ended is sequential
 	all    []*aligned.Buffer // every read buffer, for Close
 }
 
@@ -139,17 +145,19 @@ func (b *readBuf) copy(p []byte, pos int64) int {
 	return copy(p, b.b.Bytes()[pos-b.off:b.n])
 }
 
-// stream is the window of the last sequential read, or of the last random
-// read while no sequential reader uses it. A read that starts where it
-// ends moves it on, doubling the next read's size up to a whole buffer;
-// once its reads are whole buffers, the next one is read into next in the
-// background. Only the reader that set busy changes cur's bytes, next or
-// the ahead fields, outside the lock.
+// stream is the window of the last sequential read. A read that starts
+// where it ends moves it on, doubling the next read's size up to a whole
+// buffer; once its reads are whole buffers, the next one is read into next
+// in the background. A read that starts where the last random read ended
+// takes the window over, unless it is a scan's (reads of whole buffers)
+// that its reader used within streamHold: so random readers never take it
+// from a scan, and a new sequential reader gets it once the scan is done. Only the reader that
+// set busy changes cur's bytes, next or the ahead fields, outside the lock.
 type stream struct {
-	cur    *readBuf
-	next   *readBuf // the read-ahead's buffer
-	busy   bool     // a reader is moving the window on
-	credit int      // random reads that may pass before one takes the window
+	cur  *readBuf
+	next *readBuf  // the read-ahead's buffer
+	busy bool      // a reader is moving the window on
+	used time.Time // when a reader last read from the window
 
 	ahead      bool // a read of [aheadOff, aheadFinal) is in flight into next
 	aheadOff   int64
@@ -328,7 +336,7 @@ func (f *File) Close() error {
 	for _, b := range rd.all {
 		b.Free()
 	}
-	rd.all, rd.free, rd.st.cur, rd.st.next = nil, nil, nil, nil
+	rd.all, rd.free, rd.st.cur, rd.st.next, rd.recent = nil, nil, nil, nil, nil
 	return f.ap.Discard()
 }
 
@@ -446,7 +454,11 @@ func (r *reader) read(p []byte, off, want int64) (int, error) {
 		}
 		if k := f.rd.st.cur.copy(dst, pos); k > 0 {
 			pos += int64(k)
-			f.rd.st.credit = streamCredit // the window is in use
+			f.rd.st.used = time.Now()
+			continue
+		}
+		if k := f.rd.recent.copy(dst, pos); k > 0 {
+			pos += int64(k)
 			continue
 		}
 		k, final := f.cached(dst, pos)
@@ -456,9 +468,13 @@ func (r *reader) read(p []byte, off, want int64) (int, error) {
 		}
 		// [pos, final) is on disk, final.
 		var err error
-		if st := &f.rd.st; st.cur != nil && st.n() > 0 && pos == st.end() && !st.busy {
+		st, recent := &f.rd.st, f.rd.recent
+		switch {
+		case st.cur != nil && st.n() > 0 && pos == st.end() && !st.busy:
 			err = f.advance(pos, final)
-		} else {
+		case recent != nil && recent.n > 0 && pos == recent.off+int64(recent.n) && f.takeWindow():
+			err = f.advance(pos, final)
+		default:
 			err = r.fill(pos, max(end, want), final)
 		}
 		if err != nil {
@@ -529,7 +545,7 @@ func (f *File) takeBuf() (*readBuf, error) {
 // newBuf returns a free read buffer, or a new one. The buffers are the
 // file's own, outside any shared pool (a reader waiting on a pool whose
 // budget the writers hold would never wake). There are at most
-// maxReads+2: one per token, and the stream's two.
+// maxReads+3: one per token, the stream's two and the last random read.
 func (f *File) newBuf() (*readBuf, error) {
 	rd := &f.rd
 	if k := len(rd.free); k > 0 {
@@ -546,29 +562,43 @@ func (f *File) newBuf() (*readBuf, error) {
 	return &readBuf{b: b, done: make(chan direct.Completion, 1)}, nil
 }
 
-// donate offers a reader's buffer, done with, to the stream: it becomes
-// the window when no sequential reader has used the window lately, so that
-// a reader that goes on where it stopped is seen to be sequential. f.rmu is
-// held.
+// donate keeps a reader's buffer, done with, as the last random read, so
+// that a reader that goes on where it stopped is seen to be sequential.
+// f.rmu is held.
 func (f *File) donate(b *readBuf) {
-	st := &f.rd.st
-	if b.n == 0 || st.busy || st.credit > 0 {
-		st.credit--
+	if b.n == 0 {
 		f.rd.free = append(f.rd.free, b)
 		return
 	}
+	if f.rd.recent != nil {
+		f.rd.free = append(f.rd.free, f.rd.recent)
+	}
+	f.rd.recent = b
+}
+
+// takeWindow makes the last random read the sequential window, unless the
+// window is a scan's, in whole buffers, that its reader still uses. f.rmu
+// is held.
+func (f *File) takeWindow() bool {
+	st := &f.rd.st
+	if st.busy || st.cur != nil && st.cur.read == f.rd.size && time.Since(st.used) < streamHold {
+		return false
+	}
 	if st.ahead {
-		// A read-ahead nobody came for: wait for its buffer.
+		// A read-ahead nobody came for: wait for its buffer, and let
+		// the next read take the window.
 		st.busy = true
 		f.rmu.Unlock()
 		f.rd.q.Await(st.next.done)
 		f.rmu.Lock()
 		st.busy, st.ahead = false, false
+		return false
 	}
 	if st.cur != nil {
 		f.rd.free = append(f.rd.free, st.cur)
 	}
-	st.cur = b
+	st.cur, f.rd.recent = f.rd.recent, nil
+	return true
 }
 
 // readQueue returns the readers' queue, making it at the first disk read.
@@ -614,7 +644,7 @@ func (f *File) advance(pos, final int64) error {
 	st := &f.rd.st
 	st.busy = true
 	defer func() { st.busy = false }()
-	st.credit = streamCredit
+	st.used = time.Now()
 	if st.ahead {
 		f.rmu.Unlock()
 		c := f.rd.q.Await(st.next.done)
