@@ -254,6 +254,9 @@ func (a *Appender) Write(p []byte) (int, error) {
 // framed record, such as a blob, with no copy to join the two.
 func (a *Appender) WriteRecord(hdr, p []byte) (off int64, err error) {
 	off = a.size
+	if a.writeSmall(hdr, p) {
+		return off, nil
+	}
 	if _, err := a.Write(hdr); err != nil {
 		return 0, err
 	}

@@ -25,3 +25,22 @@ func lockerOr(l sync.Locker) sync.Locker {
 	}
 	return l
 }
+
+// writeSmall appends hdr and p when both fit the filling buffer without
+// filling it, publishing them under the lock once instead of twice (a
+// blob of 100 bytes costs about 200 ns, and a lock pair 20). It reports
+// whether it did.
+func (a *Appender) writeSmall(hdr, p []byte) bool {
+	s := &a.slots[a.cur]
+	k := len(hdr) + len(p)
+	if a.err != nil || k >= len(s.buf)-s.n {
+		return false
+	}
+	copy(s.buf[s.n:], hdr)
+	copy(s.buf[s.n+len(hdr):], p)
+	a.mu.Lock()
+	s.n += k
+	a.size += int64(k)
+	a.mu.Unlock()
+	return true
+}
