@@ -76,7 +76,7 @@ type File struct {
 	// mu is the state lock: what is where, the appender's buffers and
 	// size (through appender.Options.Lock). Never held across a device
 	// wait, and by readers only to look and copy, so that the writer,
-	// which takes it twice per blob, never queues behind the readers'
+	// which takes it once per blob, never queues behind the readers'
 	// own bookkeeping. Not RWMutex: an RWMutex costs twice the atomics.
 	mu sync.Mutex
 	ap *appender.Appender
