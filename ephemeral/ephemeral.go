@@ -62,7 +62,10 @@ type Options struct {
 // allocated as reads need them and freed by Close: one per read waiting
 // for the disk, at most 16 at once (more readers wait for one), two for
 // the sequential window and its read-ahead, and one keeping the last
-// random read, so at most 19 (9.5 MiB by default).
+// random read, so at most 19 (9.5 MiB by default). Reads go through a
+// queue of their own, made at the first disk read so that no read waits
+// behind a write: an io_uring ring of 18 entries, or 18 worker goroutines
+// on the pwrite engine.
 // Random reads fetch only the aligned blocks they need (at least 8 KiB);
 // a reader that reads on where the last disk read ended is sequential and
 // gets reads that double up to 512 KiB, the next one read in the
