@@ -355,7 +355,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("ephemeral: read at negative offset %d", off)
 	}
-	return r.read(p, off, off+int64(len(p)))
+	return r.read(p, off, off+int64(len(p)), f.Size())
 }
 
 // ReadBlob reads the blob at off, appending it to dst[:0].
@@ -365,20 +365,23 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		return dst[:0], err
 	}
 	defer r.end()
-	if size := f.Size(); off < 0 || off >= size {
-		return dst[:0], fmt.Errorf("%w: offset %d, size %d", blobio.ErrOffset, off, size)
+	// One look at the size for the whole call: a blob acknowledged before
+	// it lies within, and the writer's lock is taken less.
+	fileSize := f.Size()
+	if off < 0 || off >= fileSize {
+		return dst[:0], fmt.Errorf("%w: offset %d, size %d", blobio.ErrOffset, off, fileSize)
 	}
 	// Read the header's first byte, and the rest only for a long header:
 	// reading past a short header could move the sequential window on to
 	// the next buffer and send the payload read back to the one before.
 	var h [blobio.MaxHeaderSize]byte
-	if _, err := r.read(h[:1], off, off+minRead); err != nil {
+	if _, err := r.read(h[:1], off, off+minRead, fileSize); err != nil {
 		return dst[:0], err
 	}
 	n := 1
 	hs, size, c, err := blobio.DecodeHeader(h[:n])
 	if err == io.ErrUnexpectedEOF {
-		k, rerr := r.read(h[1:], off+1, off+minRead)
+		k, rerr := r.read(h[1:], off+1, off+minRead, fileSize)
 		if rerr != nil && rerr != io.EOF {
 			return dst[:0], rerr
 		}
@@ -394,7 +397,7 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	// Check the claimed size before allocating for it: a corrupt header
 	// may claim 256 MiB in a file of 1 KiB.
 	start, end := off+int64(hs), off+int64(hs)+int64(size)
-	if fileSize := f.Size(); end > fileSize {
+	if end > fileSize {
 		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %d bytes run past the end of the file at %d: %w", off, size, fileSize, io.ErrUnexpectedEOF)
 	}
 	if cap(dst) < size {
@@ -403,7 +406,7 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		f.rmu.Lock()
 	}
 	dst = dst[:size]
-	if _, err := r.read(dst, start, end); err != nil {
+	if _, err := r.read(dst, start, end, fileSize); err != nil {
 		return dst[:0], err
 	}
 	return dst, nil
@@ -441,11 +444,11 @@ func (r *reader) end() {
 }
 
 // read copies the file's bytes [off, off+len(p)) into p, with f.rmu held,
-// and reports io.EOF at the end of the file. want is where the caller's
-// reads end, so that a disk read may fetch them at once.
-func (r *reader) read(p []byte, off, want int64) (int, error) {
+// and reports io.EOF at size, the file's size at most. want is where the
+// caller's reads end, so that a disk read may fetch them at once.
+func (r *reader) read(p []byte, off, want, size int64) (int, error) {
 	f := r.f
-	end := min(off+int64(len(p)), f.Size())
+	end := min(off+int64(len(p)), size)
 	pos := off
 	for pos < end {
 		dst := p[pos-off : end-off]
