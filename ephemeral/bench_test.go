@@ -3,8 +3,11 @@ package ephemeral_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/ephemeral"
@@ -92,4 +95,109 @@ func readRecent(f *ephemeral.File, value int, stop <-chan struct{}) {
 			f.ReadAt(buf, size-int64(4*value))
 		}
 	}
+}
+
+// BenchmarkWriterBesideReaders measures the writer's append pace alone and
+// beside readers doing random ReadBlob of blobs it acknowledged, most of
+// them on disk: writer-MiB/s is the writer's pace, reads/s the readers'
+// total. The writer should keep its pace whatever the readers do (no
+// device wait of theirs in its way), and the readers' reads should scale
+// with their number (each waits for the device on its own).
+func BenchmarkWriterBesideReaders(b *testing.B) {
+	for _, readers := range []int{0, 1, 16} {
+		for _, e := range testenv.Engines {
+			b.Run(fmt.Sprintf("readers=%d/engine=%s", readers, e.Name), func(b *testing.B) {
+				benchWriterBesideReaders(b, readers, e.Policy)
+			})
+		}
+	}
+}
+
+func benchWriterBesideReaders(b *testing.B, readers int, p fallback.Policy) {
+	if p == fallback.Direct {
+		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+			b.Skipf("io_uring unavailable: %v", err)
+		}
+	}
+	b.StopTimer() // timed: the writer's appends, once the readers run
+	const (
+		value   = 4000     // issue 13's random blobs
+		prefill = 32 << 20 // on disk before the writer is timed
+		perFile = 256 << 20
+	)
+	dir := testenv.Dir(b)
+	v := make([]byte, value)
+	for i := range v {
+		v[i] = byte(i)
+	}
+	var (
+		elapsed time.Duration
+		written int64
+		reads   atomic.Int64
+		counted int64
+	)
+	b.SetBytes(value)
+	for i := 0; i < b.N; {
+		// A file: prefilled, then read at random while the writer is
+		// timed, up to perFile bytes.
+		f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p})
+		if errors.Is(err, direct.ErrNotSupported) {
+			b.Skip(err)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		offs := make([]int64, perFile/value+1)
+		var acked atomic.Int64 // offs[:acked] are acknowledged
+		write := func() {
+			off, err := f.WriteBlob(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			offs[acked.Load()] = off
+			acked.Add(1)
+		}
+		for f.Size() < prefill {
+			write()
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range readers {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 1))
+				var buf []byte
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					var err error
+					if buf, err = f.ReadBlob(offs[r.Int64N(acked.Load())], buf); err != nil || len(buf) != value {
+						b.Errorf("ReadBlob: %d bytes, %v", len(buf), err)
+						return
+					}
+					reads.Add(1)
+				}
+			})
+		}
+		time.Sleep(10 * time.Millisecond) // the readers at work
+		before := reads.Load()
+		start := time.Now()
+		b.StartTimer()
+		for ; i < b.N && f.Size() < perFile; i++ {
+			write()
+			written += value
+		}
+		b.StopTimer()
+		elapsed += time.Since(start)
+		counted += reads.Load() - before
+		close(stop)
+		wg.Wait()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(written)/(1<<20)/elapsed.Seconds(), "writer-MiB/s")
+	b.ReportMetric(float64(counted)/elapsed.Seconds(), "reads/s")
 }

@@ -8,5 +8,10 @@
 // O_DIRECT while the next ones fill; reads are served from those buffers
 // while they hold the bytes, and from the disk with aligned reads
 // otherwise, so readers see every appended byte at once, concurrently with
-// the writer.
+// the writer. As in Neon's EphemeralFile, a read takes its bytes from three
+// places at once (the written part on disk, the buffers in flight, the
+// buffer filling), and the lock that says which is which is never held
+// across a device wait: the writer never waits for a reader's device read,
+// nor a reader for the writer's device write. See File for what is safe
+// concurrently and the memory a File holds.
 package ephemeral

@@ -53,14 +53,16 @@
 // write aligned, so the file never holds a gap and no write is read-modify-
 // write.
 //
-// An Appender is not safe for concurrent use; ephemeral.File adds the
-// locking its concurrent readers need.
+// An Appender is not safe for concurrent use: one goroutine at a time
+// calls its methods. Options.Lock lets readers look into its buffers
+// meanwhile (Cached, Size): ephemeral.File's concurrent readers.
 package appender
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
@@ -83,6 +85,12 @@ type Options struct {
 	// Pool). A done Context fails New, Pool or not. nil:
 	// context.Background().
 	Context context.Context
+
+	// Lock, when set, is held around every change to the buffers' state
+	// and the size (never across a device wait), so that a caller holding
+	// it may call Cached and Size while another goroutine appends. See
+	// concurrent.go.
+	Lock sync.Locker
 }
 
 // DefaultBuffers is the number of buffers per writer when the caller does
@@ -157,6 +165,8 @@ type Appender struct {
 	fileSize int64 // the file's size: grown ahead, or padded past size
 	inflight int   // writes submitted and not yet reaped
 	err      error // sticky: the first I/O error
+
+	mu sync.Locker // Options.Lock, or a no-op
 }
 
 // New returns an Appender writing to f from offset 0. f must be empty.
@@ -207,15 +217,11 @@ func New(f fallback.File, o Options) (*Appender, error) {
 		o.Buffers = max(DefaultBuffers, 2*merge)
 	}
 	merge = max(1, min(merge, o.Buffers/2))
-	if o.Pool != nil && (o.Pool.BufferSize() != o.BufferSize || o.Pool.Align()%a.Memory != 0) {
-		return nil, fmt.Errorf("appender: pool of %d-byte buffers aligned to %d does not fit %d-byte buffers for alignment %v",
-			o.Pool.BufferSize(), o.Pool.Align(), o.BufferSize, a)
-	}
-	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, merge: merge}
+	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, merge: merge, mu: lockerOr(o.Lock)}
 	// Writes in flight: one per group of the ring, more only when
-	// flushes cut runs short (Submit then waits for a slot); one more
-	// for a reader's read-ahead on the same queue.
-	depth := (o.Buffers+merge-1)/merge + 1
+	// flushes cut runs short (Submit then waits for a slot). Readers of
+	// the same file use queues of their own.
+	depth := (o.Buffers + merge - 1) / merge
 	q, err := f.NewQueue(&direct.QueueOptions{Depth: depth, Faults: o.Faults})
 	if err != nil {
 		return nil, err
@@ -284,9 +290,11 @@ func (a *Appender) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		s := &a.slots[a.cur]
-		k := copy(s.buf[s.n:], p)
+		k := copy(s.buf[s.n:], p) // past s.n: no reader looks there
+		a.mu.Lock()
 		s.n += k
 		a.size += int64(k)
+		a.mu.Unlock()
 		written += k
 		p = p[k:]
 		if s.n == len(s.buf) {
@@ -302,6 +310,9 @@ func (a *Appender) Write(p []byte) (int, error) {
 // framed record, such as a blob, with no copy to join the two.
 func (a *Appender) WriteRecord(hdr, p []byte) (off int64, err error) {
 	off = a.size
+	if a.writeSmall(hdr, p) {
+		return off, nil
+	}
 	if _, err := a.Write(hdr); err != nil {
 		return 0, err
 	}
@@ -319,7 +330,9 @@ func (a *Appender) WriteRecord(hdr, p []byte) (off int64, err error) {
 // wait.
 func (a *Appender) rotate() error {
 	s := &a.slots[a.cur]
+	a.mu.Lock()
 	s.state = pending
+	a.mu.Unlock()
 	end := s.off + int64(s.n)
 	nx, err := a.next()
 	if err != nil {
@@ -339,9 +352,11 @@ func (a *Appender) rotate() error {
 	if a.slots[nx].state != idle {
 		return a.fail(fmt.Errorf("appender: buffer %d is %d, not idle", nx, a.slots[nx].state))
 	}
+	a.mu.Lock()
 	a.cur = nx
 	t := &a.slots[nx]
 	t.state, t.off, t.n = filling, end, 0
+	a.mu.Unlock()
 	return nil
 }
 
@@ -358,7 +373,9 @@ func (a *Appender) next() (int, error) {
 			return 0, a.fail(err)
 		}
 		if ok {
+			a.mu.Lock()
 			a.slots = append(a.slots, slot{buf: b.Bytes(), pooled: b})
+			a.mu.Unlock()
 			return nx, nil
 		}
 	}
@@ -382,9 +399,11 @@ func (a *Appender) submit(i, j int) error {
 	if err != nil {
 		return a.fail(err)
 	}
+	a.mu.Lock()
 	for k := i; k < j; k++ {
 		a.slots[k].state = busy
 	}
+	a.mu.Unlock()
 	a.slots[i].span = j - i
 	a.inflight++
 	a.fileSize = max(a.fileSize, off+int64(padded))
@@ -424,9 +443,11 @@ func (a *Appender) reap() error {
 	if c.Err != nil {
 		state = lost
 	}
+	a.mu.Lock()
 	for k := i; k < i+a.slots[i].span; k++ {
 		a.slots[k].state = state
 	}
+	a.mu.Unlock()
 	a.inflight--
 	if c.Err != nil {
 		return a.fail(c.Err)
@@ -469,6 +490,8 @@ func (a *Appender) Flush() error {
 		return err
 	}
 	a.first = a.cur
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	s.state = filling
 	// Refit: keep only the unaligned tail, moved to the front of the
 	// buffer; the aligned part before it is on disk for good.
@@ -585,12 +608,15 @@ func (a *Appender) release() {
 		a.q.Close()
 		a.q = nil
 	}
-	for i := range a.slots {
-		if b := a.slots[i].pooled; b != nil {
+	a.mu.Lock()
+	slots := a.slots
+	a.slots = nil
+	a.mu.Unlock()
+	for i := range slots {
+		if b := slots[i].pooled; b != nil {
 			a.pool.Put(b)
 		}
 	}
-	a.slots = nil
 	if a.slab != nil {
 		a.slab.Free()
 		a.slab = nil
