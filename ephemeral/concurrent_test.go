@@ -2,6 +2,7 @@ package ephemeral_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -588,4 +589,31 @@ func ExampleFile_ReadAt() {
 	_, err = f.ReadAt(got, 9990)
 	fmt.Println(string(got), err)
 	// Output: 0123456789 <nil>
+}
+
+// TestCreateContext: Create on a spent Pool waits for its first buffer
+// only as long as Options.Context allows, and leaves nothing behind.
+func TestCreateContext(t *testing.T) {
+	dir := testenv.Dir(t)
+	pool, err := aligned.NewPool(64<<10, 4096, 64<<10) // one buffer
+	require.NoError(t, err)
+	defer pool.Close()
+	held, err := pool.Get(context.Background())
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	f, err := ephemeral.Create(dir, &ephemeral.Options{Pool: pool, Context: ctx})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Nil(t, f)
+	requireEmpty(t, dir)
+
+	// With the buffer back, a waiting Create gets it.
+	go func() { time.Sleep(20 * time.Millisecond); pool.Put(held) }()
+	f, err = ephemeral.Create(dir, &ephemeral.Options{Pool: pool, Context: context.Background()})
+	require.NoError(t, err)
+	_, err = f.WriteBlob([]byte("after the wait"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.Equal(t, 0, pool.Stats().InUse, "the pool is whole again")
 }

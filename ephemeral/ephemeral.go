@@ -1,6 +1,7 @@
 package ephemeral
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,11 @@ type Options struct {
 	// Faults injects I/O errors into the file's engine, for tests (see
 	// package faults): into its writes and its reads alike.
 	Faults direct.Injector
+
+	// Context bounds Create's wait for a spent Pool's first buffer, the
+	// only wait on the Pool; a done Context fails Create with its error.
+	// nil: context.Background().
+	Context context.Context
 }
 
 // A File is a temporary append-only file.
@@ -173,23 +179,21 @@ func Create(dir string, o *Options) (*File, error) {
 	if o != nil {
 		opts = *o
 	}
-	if err := opts.validate(); err != nil {
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Faults: opts.Faults, Context: opts.Context}
+	if err := opts.validate(ao); err != nil {
 		return nil, err
 	}
 	f, err := createTemp(dir, opts.IO)
 	if err != nil {
 		return nil, err
 	}
-	// The file has no name: closing it leaves nothing behind.
-	if err := poolFits(opts.Pool, f.Alignment()); err != nil {
-		f.Close()
-		return nil, err
-	}
 	file := &File{f: f, faults: opts.Faults}
-	ap, err := appender.New(f, appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Faults: opts.Faults, Lock: &file.mu})
+	ao.Lock = &file.mu
+	ap, err := appender.New(f, ao)
 	if err != nil {
+		// The file has no name: closing it leaves nothing behind.
 		f.Close()
-		return nil, err
+		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
 	file.ap = ap
 	file.rd.size = aligned.Up(readAheadSize, ap.BufferSize())
@@ -198,35 +202,24 @@ func Create(dir string, o *Options) (*File, error) {
 }
 
 // validate refuses, before any file exists, Options that no file could
-// use. (Swap for the appender's shared check once it lands.)
-func (o *Options) validate() error {
-	switch {
-	case o.Buffers < 0:
-		return fmt.Errorf("%w: Buffers %d is negative", ErrInvalidOptions, o.Buffers)
-	case o.BufferSize < 0:
-		return fmt.Errorf("%w: BufferSize %d is negative", ErrInvalidOptions, o.BufferSize)
-	}
-	switch o.IO {
-	case fallback.Auto, fallback.StdFS:
-	case fallback.Direct, fallback.DirectPwrite:
-		// O_DIRECT demands at least 512-byte alignment everywhere.
-		if err := poolFits(o.Pool, direct.Alignment{Memory: 512, Offset: 512}); err != nil {
-			return err
-		}
-	default:
+// use: the appender's checks of sizes and counts, the policy, and a Pool
+// that no O_DIRECT file could take when the policy demands O_DIRECT.
+// appender.New checks the Pool against the file's own alignment.
+func (o *Options) validate(ao appender.Options) error {
+	if !o.IO.Valid() {
 		return fmt.Errorf("%w: unknown IO policy %v", ErrInvalidOptions, o.IO)
 	}
-	return nil
-}
-
-// poolFits reports whether p's buffers suit a file of alignment a, as the
-// appender requires.
-func poolFits(p *aligned.Pool, a direct.Alignment) error {
-	if p == nil || p.BufferSize()%a.Block() == 0 && p.Align()%a.Memory == 0 {
-		return nil
+	if err := ao.Validate(); err != nil {
+		return appender.WrapInvalid(err, ErrInvalidOptions)
 	}
-	return fmt.Errorf("%w: a pool of %d-byte buffers aligned to %d does not fit alignment %v",
-		ErrInvalidOptions, p.BufferSize(), p.Align(), a)
+	if p := o.Pool; p != nil && (o.IO == fallback.Direct || o.IO == fallback.DirectPwrite) {
+		// O_DIRECT demands at least this much alignment everywhere.
+		if a := (direct.Alignment{Memory: 512, Offset: 512}); p.BufferSize()%a.Block() != 0 || p.Align()%a.Memory != 0 {
+			return fmt.Errorf("%w: a pool of %d-byte buffers aligned to %d does not fit O_DIRECT's alignment of at least %v",
+				ErrInvalidOptions, p.BufferSize(), p.Align(), a)
+		}
+	}
+	return nil
 }
 
 // cached copies the bytes at pos that are in the appender's buffers into
