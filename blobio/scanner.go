@@ -3,6 +3,7 @@ package blobio
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/dio-storage/dio/aligned"
@@ -12,14 +13,25 @@ import (
 // A Scanner walks every blob of a file in order, like bufio.Scanner walks
 // lines. It reads whole aligned buffers and keeps the read of the next one
 // in flight while the current one is parsed. A Scanner's resources are
-// released when Scan returns false or when its Reader is closed. A Scanner
-// is for one goroutine; its Reader may be closed from another.
+// released when Scan returns false, by Close, or when its Reader is
+// closed. A Scanner is for one goroutine; its Reader may be closed from
+// another.
 type Scanner struct {
-	r    *Reader
-	mu   sync.Mutex // held by Scan, and by the Reader's Close finishing it
+	r    *Reader     // the Reader scanned, or nil for NewScannerReaderAt's
+	ra   io.ReaderAt // NewScannerReaderAt's source, read synchronously
+	mu   sync.Mutex  // held by Scan, and by the Reader's Close finishing it
 	q    direct.Queue
 	done chan direct.Completion
 	bufs [2]*aligned.Buffer
+
+	start    int64 // offset of the first blob
+	size     int64 // where the blobs end
+	bounded  bool  // size is a logical size: a 0x00 byte is an empty blob
+	readSize int   // bytes per read
+	memAl    int   // the buffers' memory alignment
+	offAl    int64 // the reads' offset alignment
+	dec      *decoderPool
+	raDone   direct.Completion // NewScannerReaderAt's read ahead, already done
 
 	cur      int   // index of the buffer being parsed
 	curOff   int64 // stream offset of bufs[cur][0]
@@ -53,8 +65,21 @@ const DefaultScanRead = 512 << 10
 // once, instead of reading a zero-filled tail back as millions of empty
 // blobs. Over a Reader opened with Options.Size, the scan ends at that size
 // and a 0x00 byte is an empty blob, as in files written by Neon.
-func NewScanner(r *Reader) *Scanner {
-	s := &Scanner{r: r, done: make(chan direct.Completion, 2)}
+func NewScanner(r *Reader) *Scanner { return NewScannerAt(r, 0) }
+
+// NewScannerAt returns a Scanner over r's blobs starting with the one at
+// off, an offset WriteBlob returned (or Scanner.Offset, to resume a scan).
+// An offset outside the file makes the first Scan fail with ErrOffset.
+func NewScannerAt(r *Reader, off int64) *Scanner {
+	s := &Scanner{
+		r: r, done: make(chan direct.Completion, 2),
+		start: off, pos: off, size: r.size, bounded: r.bounded,
+		readSize: r.scanSize, memAl: r.memAl, offAl: r.align, dec: &r.dec,
+	}
+	if off < 0 || off > r.size {
+		s.err, s.ended = fmt.Errorf("%w: scanning from %d, size %d", ErrOffset, off, r.size), true
+		return s
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.scanners == nil {
@@ -65,21 +90,40 @@ func NewScanner(r *Reader) *Scanner {
 	return s
 }
 
-// start allocates the buffers and the queue, and reads the first two
-// windows.
-func (s *Scanner) start() error {
-	q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2, Faults: s.r.faults})
-	if err != nil {
-		return err
+// NewScannerReaderAt returns a Scanner over the blobs in ra from off up to
+// size, such as an ephemeral.File's (whose ReadAt serves what is still in
+// memory too) or a section of a larger file. It reads DefaultScanRead
+// bytes at a time, one read after another; size is a logical size, so a
+// 0x00 byte there is an empty blob. Close releases its buffers.
+func NewScannerReaderAt(ra io.ReaderAt, off, size int64) *Scanner {
+	s := &Scanner{
+		ra: ra, start: off, pos: off, size: size, bounded: true,
+		readSize: DefaultScanRead, memAl: os.Getpagesize(), offAl: 1, dec: new(decoderPool),
 	}
-	s.q = q
+	if off < 0 || off > size {
+		s.err, s.ended = fmt.Errorf("%w: scanning from %d, size %d", ErrOffset, off, size), true
+	}
+	return s
+}
+
+// begin allocates the buffers and the queue, and reads the first two
+// windows.
+func (s *Scanner) begin() error {
+	if s.ra == nil {
+		q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2, Faults: s.r.faults})
+		if err != nil {
+			return err
+		}
+		s.q = q
+	}
 	for i := range s.bufs {
-		if s.bufs[i], err = aligned.New(s.r.scanSize, s.r.memAl); err != nil {
+		var err error
+		if s.bufs[i], err = aligned.New(s.readSize, s.memAl); err != nil {
 			return err
 		}
 	}
 	s.cur = 1 // advance swaps to 0
-	if err := s.readAhead(0); err != nil {
+	if err := s.readAhead(aligned.Down(s.start, s.offAl)); err != nil {
 		return err
 	}
 	return s.advance()
@@ -87,11 +131,22 @@ func (s *Scanner) start() error {
 
 // readAhead starts reading the window at off into the spare buffer.
 func (s *Scanner) readAhead(off int64) error {
-	if off >= s.r.size {
+	if off >= s.size {
 		return nil
 	}
-	spare := 1 - s.cur
-	err := s.q.Submit(direct.Request{Op: direct.OpRead, Buf: s.bufs[spare].Bytes(), Off: off, Done: s.done})
+	spare := s.bufs[1-s.cur].Bytes()
+	if s.ra != nil {
+		// An io.ReaderAt has no queue: read now, deliver at advance.
+		want := spare[:min(int64(len(spare)), s.size-off)]
+		n, err := s.ra.ReadAt(want, off)
+		if n == len(want) && err == io.EOF {
+			err = nil
+		}
+		s.raDone = direct.Completion{Op: direct.OpRead, N: n, Err: err}
+		s.ahead, s.aheadOff = true, off
+		return nil
+	}
+	err := s.q.Submit(direct.Request{Op: direct.OpRead, Buf: spare, Off: off, Done: s.done})
 	if err != nil {
 		return err
 	}
@@ -102,9 +157,12 @@ func (s *Scanner) readAhead(off int64) error {
 // advance makes the buffer read ahead current and reads the next one.
 func (s *Scanner) advance() error {
 	if !s.ahead {
-		return fmt.Errorf("blobio: scanning at %d: file ends at %d: %w", s.curOff+int64(s.curLen), s.r.size, io.ErrUnexpectedEOF)
+		return fmt.Errorf("blobio: scanning at %d: file ends at %d: %w", s.curOff+int64(s.curLen), s.size, io.ErrUnexpectedEOF)
 	}
-	c := s.q.Await(s.done)
+	c := s.raDone
+	if s.ra == nil {
+		c = s.q.Await(s.done)
+	}
 	s.ahead = false
 	if c.Err != nil && c.Err != io.EOF {
 		return c.Err
@@ -149,12 +207,12 @@ func (s *Scanner) Scan() bool {
 	if s.ended {
 		return false
 	}
-	if s.pos >= s.r.size {
+	if s.pos >= s.size {
 		s.finish(nil)
 		return false
 	}
-	if s.q == nil {
-		if err := s.start(); err != nil {
+	if s.bufs[0] == nil {
+		if err := s.begin(); err != nil {
 			s.finish(err)
 			return false
 		}
@@ -177,13 +235,13 @@ func (s *Scanner) next() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if first[0] == 0 && !s.r.bounded {
+	if first[0] == 0 && !s.bounded {
 		return false, nil
 	}
 	hs := 1
 	if first[0] > shortMax {
 		hs = MaxHeaderSize
-		if s.pos+int64(hs) > s.r.size {
+		if s.pos+int64(hs) > s.size {
 			return false, io.ErrUnexpectedEOF
 		}
 	}
@@ -195,8 +253,8 @@ func (s *Scanner) next() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if s.pos+int64(hs)+int64(n) > s.r.size {
-		return false, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, s.r.size, io.ErrUnexpectedEOF)
+	if s.pos+int64(hs)+int64(n) > s.size {
+		return false, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, s.size, io.ErrUnexpectedEOF)
 	}
 	var p []byte
 	if n > 0 {
@@ -207,7 +265,7 @@ func (s *Scanner) next() (bool, error) {
 		}
 	}
 	if c == Zstd {
-		if s.decoded, err = s.r.dec.decode(p, c, s.decoded); err != nil {
+		if s.decoded, err = s.dec.decode(p, c, s.decoded); err != nil {
 			return false, err
 		}
 		p = s.decoded
@@ -224,7 +282,18 @@ func (s *Scanner) Bytes() []byte { return s.blob }
 func (s *Scanner) Offset() int64 { return s.off }
 
 // Err returns the first error met, or nil at a clean end of the file.
+// After Close it is ErrClosed unless the scan had ended before.
 func (s *Scanner) Err() error { return s.err }
+
+// Close stops the scan and releases the Scanner's buffers and queue, as
+// reaching the end does; later Scans return false. Closing a Scanner that
+// has ended, or closing it twice, does nothing and returns nil.
+func (s *Scanner) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finish(ErrClosed)
+	return nil
+}
 
 // closeByReader finishes s for its Reader's Close, after a Scan in
 // progress.
@@ -251,10 +320,15 @@ func (s *Scanner) finish(err error) {
 		}
 		s.q.Close()
 	}
-	for _, b := range s.bufs {
+	for i, b := range s.bufs {
 		if b != nil {
 			b.Free()
+			s.bufs[i] = nil
 		}
+	}
+	if s.r == nil {
+		s.dec.close()
+		return
 	}
 	s.r.mu.Lock()
 	delete(s.r.scanners, s)
