@@ -44,10 +44,10 @@ func pressureChild(args []string, stdout io.Writer) error {
 	rounds := fs.Int("rounds", 1, "rounds")
 	engines := fs.String("engines", "", "engines")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+		return usageError{msg: err.Error()}
 	}
 	if fs.NArg() != 1 || *cgDir == "" || *hot < readSize || *seconds < 1 {
-		return usageError{pressureChildCmd + " is run by dio-check pressure"}
+		return usageError{msg: pressureChildCmd + " is run by dio-check pressure"}
 	}
 	work := fs.Arg(0)
 	cg := cgroup.Open(cgroup.OS{}, *cgDir, cgroup.Version(*cgVersion))

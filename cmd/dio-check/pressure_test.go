@@ -118,11 +118,11 @@ func TestParsePressure(t *testing.T) {
 	dir := t.TempDir()
 	c, err := parsePressure([]string{dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, dir: dir}, c)
+	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, enginesFlag: "all", dir: dir}, c)
 
 	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-rounds", "3", "-engines", "std-fs", "-plot", "p.svg", dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, plot: "p.svg", dir: dir}, c)
+	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, enginesFlag: "std-fs", plot: "p.svg", dir: dir}, c)
 
 	for _, tc := range []struct {
 		args []string
