@@ -37,7 +37,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io
 		}
 		// Parse stops at the first operand, or consumes a "--" and stops.
 		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && (n == 1 || !takesValue(fs, args[n-2])) {
 			return append(operands, rest...), nil
 		}
 		if len(rest) == 0 {
@@ -46,6 +46,18 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io
 		operands = append(operands, rest[0])
 		args = rest[1:]
 	}
+}
+
+// takesValue reports whether arg is a flag of fs that takes the next
+// argument as its value (-size 1MiB; not -json, not -size=1MiB).
+func takesValue(fs *flag.FlagSet, arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	name = strings.TrimPrefix(name, "-")
+	if !ok || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	return f != nil && !isBool(f)
 }
 
 // synopsis is the usage line of fs's command, every flag with its default,

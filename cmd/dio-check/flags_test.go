@@ -105,6 +105,7 @@ func TestParseFlagsInterspersed(t *testing.T) {
 		// After "--", everything is an operand.
 		{[]string{"/a", "--", "-json", "/b"}, []string{"/a", "-json", "/b"}, false, 1},
 		{[]string{"-json", "--", "-size"}, []string{"-size"}, true, 1},
+		{[]string{"-json", "--", "/a", "--"}, []string{"/a", "--"}, true, 1},
 		{nil, nil, false, 1},
 	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -304,4 +305,22 @@ func TestRunProgressLive(t *testing.T) {
 	out.Reset()
 	p.done()
 	assert.Equal(t, "\r\033[K", out.String())
+}
+
+// TestDocsListFlags checks that the package doc and the README show each
+// command's synopsis as the FlagSets generate it, so that neither omits a
+// flag or keeps one that is gone.
+func TestDocsListFlags(t *testing.T) {
+	doc, err := os.ReadFile("main.go")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	probe, _ := probeFlags()
+	bench, _ := benchFlags()
+	pressure, _ := pressureFlags()
+	for _, fs := range []*flag.FlagSet{probe, bench, pressure} {
+		line := strings.TrimPrefix(synopsis(fs), "usage: ")
+		assert.Contains(t, string(doc), "//\t"+line+"\n", "the package doc")
+		assert.Contains(t, string(readme), line+"\n", "the README")
+	}
 }
