@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -68,6 +67,10 @@ func benchFlags() (*flag.FlagSet, *benchOptions) {
 	return fs, &o
 }
 
+// maxBuffer is the largest of -buffers: each file holds several, from
+// memory, and Neon's are 8 KiB and 64 KiB.
+const maxBuffer = 1 << 30
+
 // maxValue is the largest -value: a blob of 1 MiB is far past Neon's
 // values (100 bytes in bench_ingest) and keeps a run's memory small.
 const maxValue = 1 << 20
@@ -86,8 +89,11 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	size := int64(o.size)
 	var buffers []int
 	for _, n := range o.buffers {
-		if n%512 != 0 || n > math.MaxInt32 {
+		switch {
+		case n%512 != 0:
 			return bad(fmt.Sprintf("-buffers: %s (%d bytes) is not a multiple of 512 bytes (KiB is 1024 bytes, kB 1000)", sizeName(n), n))
+		case n > maxBuffer:
+			return bad(fmt.Sprintf("-buffers: %s is past the largest, %s", sizeName(n), sizeName(maxBuffer)))
 		}
 		buffers = append(buffers, int(n))
 	}

@@ -80,9 +80,13 @@ func (p *runProgress) step(what string) {
 // skip drops a step that will not run from the count.
 func (p *runProgress) skip() { p.total-- }
 
-// done clears the live line.
+// done clears the live line, or ends the lines with how many steps ran
+// in how long: the count may stop short of the first total, which does
+// not know yet what will be skipped.
 func (p *runProgress) done() {
 	if p.live {
 		fmt.Fprint(p.w, "\r\033[K")
+		return
 	}
+	fmt.Fprintf(p.w, "%s: done: %d runs in %v\n", p.prefix, p.n, p.now().Sub(p.start).Round(time.Millisecond))
 }
