@@ -56,7 +56,11 @@ var errRequire = errors.New("requirement not met")
 func main() {
 	tmp := newTempFiles()
 	defer tmp.removeAll()
-	go tmp.removeOnSignal(syscall.SIGINT, syscall.SIGTERM)
+	// Notify before any work, not in the goroutine: a signal that came
+	// before that goroutine ran would kill the process with its files.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go tmp.removeOnSignal(sigs)
 
 	err := run(os.Args[1:], os.Stdout, os.Stderr, tmp)
 	var ue usageError
@@ -236,12 +240,10 @@ func (t *tempFiles) wait(cmd *exec.Cmd) error {
 	return err
 }
 
-// removeOnSignal removes the files and exits with 128+signal, as a shell
-// reports a process killed by it.
-func (t *tempFiles) removeOnSignal(sigs ...os.Signal) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
-	s := <-ch
+// removeOnSignal waits for a signal on sigs, removes the files and exits
+// with 128+signal, as a shell reports a process killed by it.
+func (t *tempFiles) removeOnSignal(sigs <-chan os.Signal) {
+	s := <-sigs
 	// Hold the lock to the end, so that nothing is created or started
 	// after the cleanup and before the exit.
 	t.mu.Lock()
