@@ -248,8 +248,11 @@ func (t *tempFiles) removeOnSignal(sigs <-chan os.Signal) {
 	// after the cleanup and before the exit.
 	t.mu.Lock()
 	for p := range t.procs {
-		p.Kill()
+		kids := killTree(p)
 		waitDead(p.Pid)
+		for _, pid := range kids {
+			waitDead(pid)
+		}
 	}
 	for p := range t.paths {
 		t.removeLocked(p)
