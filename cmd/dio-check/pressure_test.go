@@ -237,3 +237,9 @@ func TestMedians(t *testing.T) {
 	one, _ := medians(rows[:2], details[:2])
 	assert.Equal(t, rows[:2], one)
 }
+
+func TestRollSize(t *testing.T) {
+	assert.Equal(t, int64(rollBytes), rollSize(100<<30), "a large disk rolls at rollBytes")
+	assert.Equal(t, int64(256<<20), rollSize(1<<30), "a 1 GiB filesystem at a quarter")
+	assert.Equal(t, int64(minRoll), rollSize(0))
+}
