@@ -3,6 +3,7 @@ module github.com/dio-storage/dio
 go 1.26.0
 
 require (
+	github.com/dustin/go-humanize v1.1.0
 	github.com/klauspost/compress v1.20.4
 	github.com/ncw/directio v1.0.5
 	github.com/stretchr/testify v1.12.1

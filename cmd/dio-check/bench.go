@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,65 +39,88 @@ type BenchResult struct {
 	ReadsS  float64 `json:"reads_s,omitempty"`
 }
 
-func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
+// benchOptions are the bench's flags.
+type benchOptions struct {
+	json      bool
+	size      sizeValue
+	workloads string
+	duration  time.Duration
+	value     sizeValue
+	buffers   sizesValue
+	runs      int
+	depth     int
+	fio       bool
+}
+
+func benchFlags() (*flag.FlagSet, *benchOptions) {
+	o := benchOptions{size: 128 << 20, value: 100, buffers: sizesValue{8 << 10, 64 << 10}}
 	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object per run")
-	sizeFlag := fs.String("size", "128MiB", "payload to ingest per run; for read, the blob file (default "+sizeName(readFileSize)+")")
-	workloadFlag := fs.String("workload", strings.Join(append(slices.Clone(ingest.Workloads), ingest.Read), ","), "workloads, comma-separated")
-	duration := fs.Duration("duration", time.Second, "how long each read row reads")
-	value := fs.Int("value", 100, "bytes per value")
-	buffersFlag := fs.String("buffers", "8KiB,64KiB", "buffer sizes, comma-separated")
-	runs := fs.Int("runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
-	depth := fs.Int("depth", 0, "buffers per file, filled in ring order and written in merged groups (0: the default)")
-	withFio := fs.Bool("fio", true, "also run fio as reference rows, if it is installed (writes: io_uring, O_DIRECT, QD4, end fsync; reads: randread 4KiB at QD 1, 16, 32)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dio-check bench [-json] [-workload seq-no-delta,seq,read] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] [-depth 0] [-duration 1s] [-fio=true] DIR")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return usageError{"bench takes exactly one directory"}
-	}
-	dir := fs.Arg(0)
-	size, err := parseSize(*sizeFlag)
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per run")
+	fs.Var(&o.size, "size", "payload `bytes` to ingest per run (the read workload's blob file: "+sizeName(readFileSize)+" unless -size is given)")
+	fs.StringVar(&o.workloads, "workload", strings.Join(append(slices.Clone(ingest.Workloads), ingest.Read), ","), "workloads, comma-separated")
+	fs.DurationVar(&o.duration, "duration", time.Second, "how long each read row reads")
+	fs.Var(&o.value, "value", "`bytes` per value, 1B to "+sizeName(maxValue))
+	fs.Var(&o.buffers, "buffers", "buffer `sizes`, comma-separated, multiples of 512 bytes")
+	fs.IntVar(&o.runs, "runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
+	fs.IntVar(&o.depth, "depth", 0, "buffers per file, filled in ring order and written in merged groups (0: the default)")
+	fs.BoolVar(&o.fio, "fio", true, "also run fio as reference rows, if it is installed (writes: io_uring, O_DIRECT, QD4, end fsync; reads: randread 4KiB at QD 1, 16, 32)")
+	return fs, &o
+}
+
+// maxBuffer is the largest of -buffers: each file holds several, from
+// memory, and Neon's are 8 KiB and 64 KiB.
+const maxBuffer = 1 << 30
+
+// maxValue is the largest -value: a blob of 1 MiB is far past Neon's
+// values (100 bytes in bench_ingest) and keeps a run's memory small.
+const maxValue = 1 << 20
+
+func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
+	fs, o := benchFlags()
+	dirs, err := parseFlags(fs, args, stdout, func(w io.Writer) { printFlags(w, fs) })
 	if err != nil {
-		return usageError{"-size: " + err.Error()}
+		return err
 	}
+	bad := func(msg string) error { return usageError{msg: msg, synopsis: synopsis(fs)} }
+	if len(dirs) != 1 {
+		return bad("bench takes exactly one directory")
+	}
+	dir := dirs[0]
+	size := int64(o.size)
 	var buffers []int
-	for _, s := range strings.Split(*buffersFlag, ",") {
-		n, err := parseSize(strings.TrimSpace(s))
-		if err != nil || n <= 0 || n%512 != 0 {
-			return usageError{fmt.Sprintf("-buffers: %q is not a positive multiple of 512 bytes", s)}
+	for _, n := range o.buffers {
+		switch {
+		case n%512 != 0:
+			return bad(fmt.Sprintf("-buffers: %s (%d bytes) is not a multiple of 512 bytes (KiB is 1024 bytes, kB 1000)", sizeName(n), n))
+		case n > maxBuffer:
+			return bad(fmt.Sprintf("-buffers: %s is past the largest, %s", sizeName(n), sizeName(maxBuffer)))
 		}
 		buffers = append(buffers, int(n))
 	}
-	if *value <= 0 || int64(*value) > size || *value > 1<<20 {
-		return usageError{fmt.Sprintf("-value %d: want 1 byte to 1 MiB, at most -size", *value)}
+	value := int(o.value)
+	if o.value > maxValue || int64(o.value) > size {
+		return bad(fmt.Sprintf("-value %s: want 1 byte to %s, at most -size", sizeName(int64(o.value)), sizeName(maxValue)))
 	}
-	if *depth < 0 {
-		return usageError{"-depth must not be negative"}
+	if o.depth < 0 {
+		return bad("-depth must not be negative")
 	}
-	if *runs < 1 {
-		return usageError{"-runs must be at least 1"}
+	if o.runs < 1 {
+		return bad("-runs must be at least 1")
 	}
 	var workloads []string
 	withRead := false
-	for _, w := range strings.Split(*workloadFlag, ",") {
+	for _, w := range strings.Split(o.workloads, ",") {
 		switch w = strings.TrimSpace(w); {
 		case w == ingest.Read:
 			withRead = true
 		case slices.Contains(ingest.Workloads, w):
 			workloads = append(workloads, w)
 		default:
-			return usageError{fmt.Sprintf("-workload: %q is none of %s, %s", w, strings.Join(ingest.Workloads, ", "), ingest.Read)}
+			return bad(fmt.Sprintf("-workload: %q is none of %s, %s", w, strings.Join(ingest.Workloads, ", "), ingest.Read))
 		}
 	}
-	if *duration <= 0 {
-		return usageError{"-duration must be positive"}
+	if o.duration <= 0 {
+		return bad("-duration must be positive")
 	}
 	readSize := int64(readFileSize)
 	fs.Visit(func(f *flag.Flag) {
@@ -117,41 +138,53 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	}
 	tmp.remove(probePath)
 
-	if *withFio && !haveFio() {
+	if o.fio && !haveFio() {
 		fmt.Fprintln(stderr, "dio-check: fio not found: no reference row (apt-get install fio)")
-		*withFio = false
+		o.fio = false
 	}
-	progress := isTerminal(stderr)
+	steps := o.runs * len(workloads) * len(buffers) * len(ingest.Engines)
+	if o.fio && slices.Contains(workloads, ingest.SeqNoDelta) {
+		steps += o.runs * len(buffers)
+	}
+	if withRead {
+		steps += 1 + o.runs*len(readRows(o.fio))
+	}
+	progress := newRunProgress(stderr, "dio-check bench", steps)
+	round := func(run int) string {
+		if o.runs == 1 {
+			return ""
+		}
+		return fmt.Sprintf(", round %d/%d", run+1, o.runs)
+	}
 	var results []BenchResult
 	report := func(r BenchResult) error {
 		results = append(results, r)
-		if *asJSON {
+		if o.json {
 			return json.NewEncoder(stdout).Encode(r)
 		}
 		return nil
 	}
 	skipped := map[string]string{}
-	for run := range *runs {
+	for run := range o.runs {
 		for _, w := range workloads {
 			for _, buf := range buffers {
 				for _, e := range ingest.Engines {
 					if _, ok := skipped[e.Name]; ok {
+						progress.skip()
 						continue
 					}
-					if progress {
-						fmt.Fprintf(stderr, "\r\033[Krun %d/%d: %s, %s buffers, %s", run+1, *runs, w, sizeName(buf), e.Name)
-					}
-					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Buffers: *depth, Value: *value, Bytes: size, Files: tmp}
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)))
+					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Buffers: o.depth, Value: value, Bytes: size, Files: tmp}
 					r, err := ingest.Run(c)
 					if errors.Is(err, ingest.ErrUnavailable) {
 						skipped[e.Name] = err.Error()
 						continue
 					}
 					if err != nil {
-						return fmt.Errorf("%s, %s, %s: %w", w, sizeName(buf), e.Name, err)
+						return fmt.Errorf("%s, %s, %s: %w", w, sizeName(int64(buf)), e.Name, err)
 					}
 					res := BenchResult{
-						Workload: w, ValueSize: *value, Bytes: size, Buffer: buf, Engine: e.Name, Run: run + 1,
+						Workload: w, ValueSize: value, Bytes: size, Buffer: buf, Engine: e.Name, Run: run + 1,
 						MiBs: r.MiBs(c), PageCacheBytes: r.PageCacheBytes, OutputBytes: r.OutputBytes,
 						ElapsedMs: float64(r.Elapsed.Microseconds()) / 1000,
 					}
@@ -159,7 +192,12 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 						return err
 					}
 				}
-				if _, ok := skipped[fioEngine]; *withFio && !ok && w == ingest.SeqNoDelta {
+				if _, ok := skipped[fioEngine]; o.fio && w == ingest.SeqNoDelta {
+					if ok {
+						progress.skip()
+						continue
+					}
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)))
 					mibs, err := runFio(dir, buf, size, tmp)
 					if err != nil { // such as O_DIRECT refused: the rows above say so
 						skipped[fioEngine] = err.Error()
@@ -174,25 +212,20 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		}
 	}
 	ingestResults := len(results)
-	rb := readBench{dir: dir, size: readSize, runs: *runs, duration: *duration, withFio: *withFio,
-		tmp: tmp, skipped: skipped, report: report}
-	if progress {
-		rb.progress = stderr
-	}
+	rb := readBench{dir: dir, size: readSize, runs: o.runs, duration: o.duration, withFio: o.fio,
+		tmp: tmp, skipped: skipped, report: report, progress: progress, round: round}
 	if withRead {
 		if err := rb.run(); err != nil {
 			return err
 		}
 	}
-	if progress {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
+	progress.done()
 	for name, why := range skipped {
 		fmt.Fprintf(stderr, "dio-check: skipped %s: %s\n", name, why)
 	}
-	if !*asJSON {
+	if !o.json {
 		if len(workloads) > 0 {
-			printBench(stdout, dir, size, *value, *runs, buffers, results[:ingestResults])
+			printBench(stdout, dir, size, value, o.runs, buffers, results[:ingestResults])
 		}
 		if withRead {
 			if len(workloads) > 0 {
@@ -208,7 +241,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 // to std-fs, std-fs+fsync and fio from the same workload and buffer size.
 func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []int, results []BenchResult) {
 	fsName, _ := direct.Filesystem(dir)
-	fmt.Fprintf(w, "dio-check bench: %s of %d-byte values on %s (%s), median of %d run(s)\n\n", sizeName(int(size)), value, dir, fsName, runs)
+	fmt.Fprintf(w, "dio-check bench: %s of %d-byte values on %s (%s), median of %d run(s)\n\n", sizeName(size), value, dir, fsName, runs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tbuffer\tengine\tMiB/s\t× std-fs\t× std-fs+fsync\t× fio\tpage cache\t")
 	median := func(wl string, buf int, engine string) (float64, int64, bool) {
@@ -236,11 +269,11 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 				if !ok {
 					continue
 				}
-				cached := sizeName(int(pc))
+				cached := sizeName(pc)
 				if e.Name == fioEngine {
 					cached = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", wl, sizeName(buf), e.Name, m, ratio(m, base), ratio(m, durable), ratio(m, ref), cached)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", wl, sizeName(int64(buf)), e.Name, m, ratio(m, base), ratio(m, durable), ratio(m, ref), cached)
 			}
 		}
 	}
@@ -252,7 +285,7 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "buffer\tstd-fs seq\tio_uring seq\tstd-fs seq, no delta\tio_uring seq, no delta\t")
 	for _, buf := range buffers {
-		fmt.Fprintf(tw, "%s\t", sizeName(buf))
+		fmt.Fprintf(tw, "%s\t", sizeName(int64(buf)))
 		for _, wl := range []string{ingest.Seq, ingest.SeqNoDelta} {
 			base, _, okBase := median(wl, buf, "std-fs")
 			m, _, ok := median(wl, buf, "direct+io_uring")
@@ -275,53 +308,4 @@ func ratio(a, b float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", a/b)
-}
-
-// parseSize reads "128MiB", "64KiB", "1GiB", "4096" (bytes); K, M and G
-// are binary too.
-func parseSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a positive size", s)
-	}
-	return n * mult, nil
-}
-
-// sizeName prints a byte count as the flags take it.
-func sizeName(n int) string {
-	switch {
-	case n == 0:
-		return "0"
-	case n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -88,7 +88,8 @@ type readBench struct {
 	runs     int
 	duration time.Duration // per row
 	withFio  bool
-	progress io.Writer // nil: no progress line
+	progress *runProgress
+	round    func(run int) string // ", round 2/3", or "" for one run
 	tmp      *tempFiles
 	skipped  map[string]string // why a row's engine or reader did not run, by name
 	report   func(BenchResult) error
@@ -105,9 +106,7 @@ func (b readBench) run() error {
 	}
 	defer b.tmp.remove(work)
 	path := filepath.Join(work, "blobs")
-	if b.progress != nil {
-		fmt.Fprintf(b.progress, "\r\033[Kread: writing a %s blob file", sizeName(int(b.size)))
-	}
+	b.progress.step(fmt.Sprintf("read: writing a %s blob file", sizeName(b.size)))
 	offs, err := ingest.WriteBlobFile(path, b.size)
 	if err != nil {
 		return fmt.Errorf("read: writing the blob file: %w", err)
@@ -118,11 +117,10 @@ func (b readBench) run() error {
 	for run := range b.runs {
 		for _, row := range readRows(b.withFio) {
 			if b.skip(row) {
+				b.progress.skip()
 				continue
 			}
-			if b.progress != nil {
-				fmt.Fprintf(b.progress, "\r\033[Kread run %d/%d: %s", run+1, b.runs, row.label())
-			}
+			b.progress.step("read: " + row.label() + b.round(run))
 			res, err := b.measure(row, path, offs, run)
 			if errors.Is(err, ingest.ErrUnavailable) {
 				b.skipped[row.skipKey()] = err.Error()
@@ -221,7 +219,7 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 func printReads(w io.Writer, b readBench, results []BenchResult) {
 	fsName, _ := direct.Filesystem(b.dir)
 	fmt.Fprintf(w, "dio-check bench: random reads of %d-byte blobs from a %s blob file on %s (%s), %v per row, median of %d run(s)\n",
-		ingest.BlobSize, sizeName(int(b.size)), b.dir, fsName, b.duration, b.runs)
+		ingest.BlobSize, sizeName(b.size), b.dir, fsName, b.duration, b.runs)
 	fmt.Fprintf(w, "(the file is dropped from the page cache before every row, std-fs's too, and read whole into it for %s;\n", cachedEngine)
 	fmt.Fprintf(w, "page cache: what the row left there, where std-fs's read-ahead shows)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -249,10 +247,7 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 		}
 		qd, goroutines := row.readers, row.readers
 		reader, readers := row.reader, strconv.Itoa(row.readers)
-		cached := "0"
-		if pc > 0 {
-			cached = fmt.Sprintf("%.1fMiB", float64(pc)/(1<<20))
-		}
+		cached := sizeName(pc)
 		switch row.reader {
 		case ingest.ReadBlobs:
 			qd = readBatchQD

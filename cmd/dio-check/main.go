@@ -4,36 +4,49 @@
 // Usage:
 //
 //	dio-check [-json] [-require direct] DIR...
-//	dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR
-//	dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-rounds 1] [-engines LIST] [-plot FILE] DIR
+//	dio-check bench [-buffers 8KiB,64KiB] [-depth 0] [-duration 1s] [-fio=true] [-json] [-runs 1] [-size 128MiB] [-value 100B] [-workload seq-no-delta,seq,read] DIR
+//	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] DIR
+//	dio-check help [bench | pressure]
+//
+// Flags may come before or after the directories ("--" ends them), and -h
+// or -help prints a command's usage and flags. Sizes are bytes or a number
+// with a unit, as go-humanize parses them: KiB, MiB, GiB are powers of 2,
+// kB, MB, GB (and k, M, G) powers of 10, so 128MB is 128,000,000 bytes.
 //
 // The probe writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
 // SIGINT and SIGTERM) and reports the filesystem, its block device, the
-// direct-I/O alignment, whether O_DIRECT and io_uring work, and the mode
-// dio would choose. The bench reproduces Neon's bench_ingest on DIR.
-// Pressure measures, in a memory cgroup, what each engine's ingest does to
-// a co-tenant reading a warm file through the page cache; it needs root.
+// direct-I/O alignment, whether O_DIRECT, io_uring and RWF_DONTCACHE work,
+// and the mode dio would choose. The bench reproduces Neon's bench_ingest
+// on DIR, and random blob reads; its progress goes to stderr, a live line
+// on a terminal, a line per run otherwise. Pressure measures, in a memory
+// cgroup, what each engine's ingest does to a co-tenant reading a warm
+// file through the page cache; it needs root.
 //
-// Exit status: 0 done; 1 a -require was not met; 2 bad usage or a
-// directory that cannot be probed.
+// Exit status: 0 done (and after -h); 1 a -require was not met; 2 bad
+// usage or a directory that cannot be probed; 130 on SIGINT and 143 on
+// SIGTERM (128 + the signal, as a shell reports it), after removing the
+// temporary files.
 package main
 
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// usageError is a bad command line or an unusable directory: exit 2.
-type usageError struct{ msg string }
+// usageError is a bad command line or an unusable directory: exit 2. A
+// bad command line carries its command's synopsis, printed after msg.
+type usageError struct{ msg, synopsis string }
 
 func (e usageError) Error() string { return e.msg }
 
@@ -43,14 +56,22 @@ var errRequire = errors.New("requirement not met")
 func main() {
 	tmp := newTempFiles()
 	defer tmp.removeAll()
-	go tmp.removeOnSignal(syscall.SIGINT, syscall.SIGTERM)
+	// Notify before any work, not in the goroutine: a signal that came
+	// before that goroutine ran would kill the process with its files.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go tmp.removeOnSignal(sigs)
 
 	err := run(os.Args[1:], os.Stdout, os.Stderr, tmp)
 	var ue usageError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 	case errors.As(err, &ue):
 		fmt.Fprintln(os.Stderr, "dio-check:", err)
+		if ue.synopsis != "" {
+			fmt.Fprintln(os.Stderr, ue.synopsis)
+			fmt.Fprintln(os.Stderr, "Run 'dio-check help' for the commands and their flags.")
+		}
 		tmp.removeAll()
 		os.Exit(2)
 	case errors.Is(err, errRequire):
@@ -70,11 +91,56 @@ func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			return runBench(args[1:], stdout, stderr, tmp)
 		case "pressure":
 			return runPressure(args[1:], stdout, stderr, tmp)
+		case "help":
+			return help(args[1:], stdout)
 		case pressureChildCmd:
 			return pressureChild(args[1:], stdout)
 		}
 	}
 	return runProbe(args, stdout, stderr, tmp)
+}
+
+// help prints the usage of dio-check, or of the command named, on stdout.
+func help(args []string, stdout io.Writer) error {
+	switch {
+	case len(args) == 0:
+		usage(stdout)
+	case len(args) == 1 && args[0] == "bench":
+		fs, _ := benchFlags()
+		printFlags(stdout, fs)
+	case len(args) == 1 && args[0] == "pressure":
+		fs, _ := pressureFlags()
+		printFlags(stdout, fs)
+	default:
+		return usageError{msg: fmt.Sprintf("help %s: the commands are bench and pressure", strings.Join(args, " ")),
+			synopsis: "usage: dio-check help [bench | pressure]"}
+	}
+	return errHelp
+}
+
+// usage prints every command's synopsis, the probe's flags, and what holds
+// for all of them.
+func usage(w io.Writer) {
+	probe, _ := probeFlags()
+	bench, _ := benchFlags()
+	pressure, _ := pressureFlags()
+	fmt.Fprintln(w, "dio-check probes directories for direct I/O, benchmarks std-fs against direct I/O on one (bench),")
+	fmt.Fprintln(w, "and measures what an ingest does to a co-tenant under memory pressure (pressure, as root).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, synopsis(probe))
+	for _, fs := range []*flag.FlagSet{bench, pressure} {
+		fmt.Fprintln(w, "      "+strings.TrimPrefix(synopsis(fs), "usage:"))
+	}
+	fmt.Fprintln(w, "       dio-check help [bench | pressure]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The probe's flags:")
+	probe.SetOutput(w)
+	probe.PrintDefaults()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags may come before or after the directories (\"--\" ends them); -h shows a command's flags.")
+	fmt.Fprintln(w, "Sizes: "+sizeHelp+".")
+	fmt.Fprintln(w, "Exit status: 0 done; 1 a -require was not met; 2 bad usage or a directory that cannot be probed;")
+	fmt.Fprintln(w, "130 on SIGINT, 143 on SIGTERM, after removing the temporary files.")
 }
 
 // tempFiles tracks the files dio-check made and the programs it runs, so
@@ -174,18 +240,19 @@ func (t *tempFiles) wait(cmd *exec.Cmd) error {
 	return err
 }
 
-// removeOnSignal removes the files and exits with 128+signal, as a shell
-// reports a process killed by it.
-func (t *tempFiles) removeOnSignal(sigs ...os.Signal) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
-	s := <-ch
+// removeOnSignal waits for a signal on sigs, removes the files and exits
+// with 128+signal, as a shell reports a process killed by it.
+func (t *tempFiles) removeOnSignal(sigs <-chan os.Signal) {
+	s := <-sigs
 	// Hold the lock to the end, so that nothing is created or started
 	// after the cleanup and before the exit.
 	t.mu.Lock()
 	for p := range t.procs {
-		p.Kill()
+		kids := killTree(p)
 		waitDead(p.Pid)
+		for _, pid := range kids {
+			waitDead(pid)
+		}
 	}
 	for p := range t.paths {
 		t.removeLocked(p)

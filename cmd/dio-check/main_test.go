@@ -168,7 +168,7 @@ func TestBenchJSON(t *testing.T) {
 		assert.Equal(t, 100, r.ValueSize)
 		assert.Equal(t, int64(8<<20), r.Bytes)
 		assert.Positive(t, r.MiBs)
-		seen[r.Workload+"/"+sizeName(r.Buffer)+"/"+r.Engine] = true
+		seen[r.Workload+"/"+sizeName(int64(r.Buffer))+"/"+r.Engine] = true
 	}
 	for _, e := range ingest.Engines {
 		skipped := strings.Contains(stderr, "skipped "+e.Name+":")

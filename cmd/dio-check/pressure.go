@@ -16,8 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
@@ -87,15 +85,16 @@ type pressureMsg struct {
 }
 
 type pressureConfig struct {
-	json    bool
-	memory  int64
-	hot     int64
-	seconds int
-	rounds  int
-	engines []string
-	plot    string
-	dir     string
-	load    string // the machine's load during the run, for the table's header
+	json        bool
+	memory      int64
+	hot         int64
+	seconds     int
+	rounds      int
+	engines     []string
+	enginesFlag string // -engines, which parses into engines
+	plot        string
+	dir         string
+	load        string // the machine's load during the run, for the table's header
 }
 
 // loadAverage returns the one-minute load average, or "?": the numbers in
@@ -112,56 +111,51 @@ func loadAverage() string {
 // the writers' buffers alone crowd the cgroup.
 const minPressureMemory = 64 << 20
 
-const pressureUsage = "usage: dio-check pressure [-json] [-memory 1GiB] [-hot 600MiB] [-seconds 10] [-rounds 1] [-engines LIST] [-plot FILE] DIR"
-
-func parsePressure(args []string, stderr io.Writer) (pressureConfig, error) {
-	var c pressureConfig
+// pressureFlags returns pressure's flags, which parse into c (all but
+// dir and load).
+func pressureFlags() (*flag.FlagSet, *pressureConfig) {
+	c := pressureConfig{memory: 1 << 30, hot: 600 << 20}
 	fs := flag.NewFlagSet("dio-check pressure", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.BoolVar(&c.json, "json", false, "print one JSON object per row")
-	memory := fs.String("memory", "1GiB", "the memory cgroup's limit")
-	hot := fs.String("hot", "600MiB", "the co-tenant's hot file, warmed into the page cache inside the cgroup")
+	fs.Var((*sizeValue)(&c.memory), "memory", "the memory cgroup's limit in `bytes`")
+	fs.Var((*sizeValue)(&c.hot), "hot", "the `bytes` of the co-tenant's hot file, warmed into the page cache inside the cgroup")
 	fs.IntVar(&c.seconds, "seconds", 10, "seconds the co-tenant is measured, alone and beside each ingest")
 	fs.IntVar(&c.rounds, "rounds", 1, "rounds, each measuring alone and every engine once, interleaved; the table shows medians")
-	engines := fs.String("engines", "all", "ingest engines, comma-separated: "+engineNames())
-	fs.StringVar(&c.plot, "plot", "", "draw the co-tenant's latency distributions into FILE (.png or .svg)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, pressureUsage)
-		fs.PrintDefaults()
+	fs.StringVar(&c.enginesFlag, "engines", "all", "ingest engines, comma-separated: "+engineNames())
+	fs.StringVar(&c.plot, "plot", "", "draw the co-tenant's latency distributions into `FILE` (.png or .svg)")
+	return fs, &c
+}
+
+func parsePressure(args []string, stdout io.Writer) (pressureConfig, error) {
+	fs, cp := pressureFlags()
+	dirs, err := parseFlags(fs, args, stdout, func(w io.Writer) { printFlags(w, fs) })
+	c := *cp
+	if err != nil {
+		return c, err
 	}
-	if err := fs.Parse(args); err != nil {
-		return c, usageError{err.Error()}
+	bad := func(msg string) error { return usageError{msg: msg, synopsis: synopsis(fs)} }
+	if len(dirs) != 1 {
+		return c, bad("pressure takes exactly one directory")
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return c, usageError{"pressure takes exactly one directory"}
-	}
-	c.dir = fs.Arg(0)
-	var err error
-	if c.memory, err = parseSize(*memory); err != nil {
-		return c, usageError{"-memory: " + err.Error()}
-	}
-	if c.hot, err = parseSize(*hot); err != nil {
-		return c, usageError{"-hot: " + err.Error()}
-	}
+	c.dir = dirs[0]
 	switch {
 	case c.memory < minPressureMemory:
-		return c, usageError{fmt.Sprintf("-memory %s: want at least %s", sizeName(int(c.memory)), sizeName(minPressureMemory))}
+		return c, bad(fmt.Sprintf("-memory %s: want at least %s", sizeName(c.memory), sizeName(minPressureMemory)))
 	case c.hot%4096 != 0:
-		return c, usageError{"-hot: want a multiple of 4KiB"}
+		return c, bad("-hot: want a multiple of 4KiB")
 	case c.hot >= c.memory:
-		return c, usageError{fmt.Sprintf("-hot %s: must be below -memory %s, or the co-tenant cannot stay warm", sizeName(int(c.hot)), sizeName(int(c.memory)))}
+		return c, bad(fmt.Sprintf("-hot %s: must be below -memory %s, or the co-tenant cannot stay warm", sizeName(c.hot), sizeName(c.memory)))
 	case c.seconds < 1:
-		return c, usageError{"-seconds must be at least 1"}
+		return c, bad("-seconds must be at least 1")
 	case c.rounds < 1:
-		return c, usageError{"-rounds must be at least 1"}
+		return c, bad("-rounds must be at least 1")
 	}
-	if c.engines, err = parseEngines(*engines); err != nil {
-		return c, usageError{"-engines: " + err.Error()}
+	if c.engines, err = parseEngines(c.enginesFlag); err != nil {
+		return c, bad("-engines: " + err.Error())
 	}
 	if c.plot != "" {
 		if ext := filepath.Ext(c.plot); ext != ".png" && ext != ".svg" {
-			return c, usageError{fmt.Sprintf("-plot %s: want a .png or .svg file", c.plot)}
+			return c, bad(fmt.Sprintf("-plot %s: want a .png or .svg file", c.plot))
 		}
 	}
 	return c, nil
@@ -198,7 +192,7 @@ func parseEngines(s string) ([]string, error) {
 }
 
 func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
-	c, err := parsePressure(args, stderr)
+	c, err := parsePressure(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -209,18 +203,18 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	// and drop (no swap here): an ingest into it fills the cgroup until
 	// the OOM killer ends the run, which measures nothing of dio's.
 	if fsName, _ := direct.Filesystem(c.dir); fsName == "tmpfs" || fsName == "ramfs" {
-		return usageError{fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)}
+		return usageError{msg: fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)}
 	}
 	if os.Geteuid() != 0 {
-		return usageError{"pressure needs root: it makes a memory cgroup"}
+		return usageError{msg: "pressure needs root: it makes a memory cgroup"}
 	}
 	roots, err := cgroup.Discover()
 	if err != nil {
-		return usageError{"pressure: finding the cgroup hierarchies: " + err.Error()}
+		return usageError{msg: "pressure: finding the cgroup hierarchies: " + err.Error()}
 	}
 	root, _, err := cgroup.Choose(cgroup.OS{}, roots)
 	if err != nil {
-		return usageError{"pressure: " + err.Error()}
+		return usageError{msg: "pressure: " + err.Error()}
 	}
 	// The cgroup is tracked like a temporary file, so that a signal's
 	// cleanup, once it has killed the child, removes it too.
@@ -235,14 +229,14 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 		}
 	})
 	if err != nil {
-		return usageError{"pressure: making the memory cgroup: " + err.Error()}
+		return usageError{msg: "pressure: making the memory cgroup: " + err.Error()}
 	}
 	defer tmp.remove(cg.Dir)
-	fmt.Fprintf(stderr, "dio-check pressure: cgroup %s (v%d, %s)\n", cg.Dir, cg.Version, sizeName(int(c.memory)))
+	fmt.Fprintf(stderr, "dio-check pressure: cgroup %s (v%d, %s)\n", cg.Dir, cg.Version, sizeName(c.memory))
 
 	work := tempName(c.dir, ".dio-pressure-")
 	if err := tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
-		return usageError{fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)}
+		return usageError{msg: fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)}
 	}
 	defer tmp.remove(work)
 
@@ -388,8 +382,8 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, seconds int) *progress {
-	f, ok := w.(*os.File)
-	return &progress{w: w, live: ok && term.IsTerminal(int(f.Fd())), seconds: seconds}
+	live, _ := isTerminal(w)
+	return &progress{w: w, live: live, seconds: seconds}
 }
 
 func (p *progress) update(m pressureMsg) {
@@ -415,7 +409,7 @@ func (p *progress) done() {
 
 func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []PressureRow, details []rowDetail) {
 	fsName, _ := direct.Filesystem(c.dir)
-	fmt.Fprintf(w, "dio-check pressure: in a %s memory cgroup (v%d), a co-tenant reads a warm %s file at random, 4 KiB through the page cache,\n", sizeName(int(c.memory)), v, sizeName(int(c.hot)))
+	fmt.Fprintf(w, "dio-check pressure: in a %s memory cgroup (v%d), a co-tenant reads a warm %s file at random, 4 KiB through the page cache,\n", sizeName(c.memory), v, sizeName(c.hot))
 	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine, %d s each", c.seconds)
 	if c.rounds > 1 {
 		fmt.Fprintf(w, ", medians of %d interleaved rounds", c.rounds)
@@ -441,7 +435,7 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t\n", r.Engine, ingestCells,
 			countName(r.CotenantReadsS), times(r.CotenantReadsS, base.CotenantReadsS),
 			usName(r.CotenantP50Us), usName(r.CotenantP99Us), times(r.CotenantP99Us, base.CotenantP99Us),
-			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), fmt.Sprintf("%.0fMiB", float64(r.MemoryPeakBytes)/(1<<20)), 100*details[i].HotCached)
+			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), sizeName(r.MemoryPeakBytes), 100*details[i].HotCached)
 	}
 	tw.Flush()
 }

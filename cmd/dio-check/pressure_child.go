@@ -27,8 +27,10 @@ const (
 	valueSize = 8 << 10
 	// rollBytes bounds one ingest file: past it the writer closes it
 	// (synced), removes it and starts the next, so that a long run does
-	// not fill the disk.
+	// not fill the disk. On a filesystem with less than four times that
+	// free, a quarter of the free space (rollSize), at least minRoll.
 	rollBytes = 4 << 30
+	minRoll   = 16 << 20
 	hotChunk  = 1 << 20 // bytes per write and read when making and warming the hot file
 )
 
@@ -44,10 +46,10 @@ func pressureChild(args []string, stdout io.Writer) error {
 	rounds := fs.Int("rounds", 1, "rounds")
 	engines := fs.String("engines", "", "engines")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+		return usageError{msg: err.Error()}
 	}
 	if fs.NArg() != 1 || *cgDir == "" || *hot < readSize || *seconds < 1 {
-		return usageError{pressureChildCmd + " is run by dio-check pressure"}
+		return usageError{msg: pressureChildCmd + " is run by dio-check pressure"}
 	}
 	work := fs.Arg(0)
 	cg := cgroup.Open(cgroup.OS{}, *cgDir, cgroup.Version(*cgVersion))
@@ -259,6 +261,14 @@ type ingestRun struct {
 	dir     string
 	engine  string
 	current string // the file being written
+	roll    int64  // the bytes after which the file is replaced
+}
+
+// rollSize is the size an ingest file rolls at with avail bytes free: a
+// fast ingest into a small filesystem (the test matrix's 1 GiB ext4)
+// would fill it before rollBytes and measure ENOSPC instead.
+func rollSize(avail int64) int64 {
+	return max(min(rollBytes, avail/4), minRoll)
 }
 
 type ingestStats struct {
@@ -277,7 +287,10 @@ func (s ingestStats) mibs() float64 {
 // startIngest opens the engine's blob file and starts appending 8 KiB
 // values to it. An engine the directory cannot run is unavailable.
 func startIngest(dir, engine string) (*ingestRun, error) {
-	r := &ingestRun{done: make(chan struct{}), dir: dir, engine: engine}
+	r := &ingestRun{done: make(chan struct{}), dir: dir, engine: engine, roll: rollBytes}
+	if avail, err := availBytes(dir); err == nil {
+		r.roll = rollSize(avail)
+	}
 	w, err := r.create(0)
 	if err != nil {
 		return nil, err
@@ -322,7 +335,7 @@ func (r *ingestRun) loop(w *blobio.Writer) {
 		}
 		r.stats.bytes += valueSize
 		inFile += valueSize
-		if inFile >= rollBytes {
+		if inFile >= r.roll {
 			if err := r.closeRemove(w); err != nil {
 				r.err = err
 				return

@@ -17,6 +17,16 @@ func childAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
 
+// availBytes returns the bytes free to an unprivileged user on dir's
+// filesystem.
+func availBytes(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
 // residency reports which part of a file sits in the page cache, through a
 // mapping that faults nothing in (mincore).
 type residency struct {

@@ -17,7 +17,7 @@ import (
 // writer gives its neighbour shows as a line far to the right.
 func plotPressure(c pressureConfig, rows []PressureRow, details []rowDetail) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("co-tenant 4 KiB random reads of a warm %s file, %s memory cgroup", sizeName(int(c.hot)), sizeName(int(c.memory)))
+	p.Title.Text = fmt.Sprintf("co-tenant 4 KiB random reads of a warm %s file, %s memory cgroup", sizeName(c.hot), sizeName(c.memory))
 	p.X.Label.Text = "read latency (µs)"
 	p.Y.Label.Text = "fraction of reads slower"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}

@@ -118,11 +118,11 @@ func TestParsePressure(t *testing.T) {
 	dir := t.TempDir()
 	c, err := parsePressure([]string{dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, dir: dir}, c)
+	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, enginesFlag: "all", dir: dir}, c)
 
 	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-rounds", "3", "-engines", "std-fs", "-plot", "p.svg", dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, plot: "p.svg", dir: dir}, c)
+	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, enginesFlag: "std-fs", plot: "p.svg", dir: dir}, c)
 
 	for _, tc := range []struct {
 		args []string
@@ -168,7 +168,7 @@ func TestPrintPressure(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 6, out.String())
 	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100%`, lines[4])
-	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1024MiB +3%`, lines[5])
+	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3%`, lines[5])
 }
 
 func TestPlotPressure(t *testing.T) {
@@ -236,4 +236,10 @@ func TestMedians(t *testing.T) {
 	// One round: the rows as they were.
 	one, _ := medians(rows[:2], details[:2])
 	assert.Equal(t, rows[:2], one)
+}
+
+func TestRollSize(t *testing.T) {
+	assert.Equal(t, int64(rollBytes), rollSize(100<<30), "a large disk rolls at rollBytes")
+	assert.Equal(t, int64(256<<20), rollSize(1<<30), "a 1 GiB filesystem at a quarter")
+	assert.Equal(t, int64(minRoll), rollSize(0))
 }

@@ -43,47 +43,70 @@ type Probe struct {
 // smallest the file accepts.
 var candidateAligns = []int{512, 1024, 2048, 4096}
 
-func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
+// probeOptions are the probe's flags.
+type probeOptions struct {
+	json    bool
+	require string
+}
+
+func probeFlags() (*flag.FlagSet, *probeOptions) {
+	var o probeOptions
 	fs := flag.NewFlagSet("dio-check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object per directory")
-	require := fs.String("require", "", `"direct": exit 1 unless every directory gets O_DIRECT`)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dio-check [-json] [-require direct] DIR...\n       dio-check bench [-json] [-size 128MiB] [-value 100] [-buffers 8KiB,64KiB] [-runs 1] DIR\n       "+strings.TrimPrefix(pressureUsage, "usage: "))
-		fs.PrintDefaults()
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per directory; one that cannot be probed gets {\"dir\", \"error\"}")
+	fs.StringVar(&o.require, "require", "", "`direct`: exit 1 unless every directory gets O_DIRECT")
+	return fs, &o
+}
+
+// ProbeError is what -json prints for a directory that cannot be probed.
+type ProbeError struct {
+	Dir   string `json:"dir"`
+	Error string `json:"error"`
+}
+
+func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
+	fs, o := probeFlags()
+	dirs, err := parseFlags(fs, args, stdout, usage)
+	if err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if o.require != "" && o.require != "direct" {
+		return usageError{msg: fmt.Sprintf("-require %q: only \"direct\" is known", o.require), synopsis: synopsis(fs)}
 	}
-	if *require != "" && *require != "direct" {
-		return usageError{fmt.Sprintf("-require %q: only \"direct\" is known", *require)}
+	if len(dirs) == 0 {
+		return usageError{msg: "no directory given", synopsis: synopsis(fs)}
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return usageError{"no directory given"}
+	// A directory that cannot be probed is still an object on stdout
+	// under -json, for whatever reads it; the reason goes to stderr too.
+	failed := func(dir string, err error) error {
+		if o.json {
+			if jerr := json.NewEncoder(stdout).Encode(ProbeError{Dir: dir, Error: err.Error()}); jerr != nil {
+				return jerr
+			}
+		}
+		return err
 	}
-	for _, dir := range fs.Args() {
+	for _, dir := range dirs {
 		if err := checkDir(dir); err != nil {
-			return err
+			return failed(dir, err)
 		}
 	}
 	var probes []Probe
-	for _, dir := range fs.Args() {
+	for _, dir := range dirs {
 		p, err := probe(dir, tmp)
 		if err != nil {
-			return err
+			return failed(dir, err)
 		}
 		probes = append(probes, p)
-		if *asJSON {
+		if o.json {
 			if err := json.NewEncoder(stdout).Encode(p); err != nil {
 				return err
 			}
 		}
 	}
-	if !*asJSON {
+	if !o.json {
 		printProbes(stdout, probes)
 	}
-	if *require == "direct" {
+	if o.require == "direct" {
 		failed := false
 		for _, p := range probes {
 			if !p.ODirect {
@@ -102,10 +125,10 @@ func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 func checkDir(dir string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return usageError{err.Error()}
+		return usageError{msg: err.Error()}
 	}
 	if !st.IsDir() {
-		return usageError{dir + ": not a directory"}
+		return usageError{msg: dir + ": not a directory"}
 	}
 	return nil
 }
@@ -122,7 +145,7 @@ func createTemp(dir, prefix string, tmp *tempFiles) (string, error) {
 		return err
 	})
 	if err != nil {
-		return "", usageError{fmt.Sprintf("%s: cannot create a file: %v", dir, err)}
+		return "", usageError{msg: fmt.Sprintf("%s: cannot create a file: %v", dir, err)}
 	}
 	return path, nil
 }
@@ -138,7 +161,7 @@ func probe(dir string, tmp *tempFiles) (Probe, error) {
 	p := Probe{Dir: dir}
 	var err error
 	if p.FS, err = direct.Filesystem(dir); err != nil {
-		return p, usageError{err.Error()}
+		return p, usageError{msg: err.Error()}
 	}
 	if dev, ok := direct.BlockDeviceOf(dir); ok {
 		p.Device, p.LogicalBlock, p.PhysicalBlock = dev.Name, dev.Logical, dev.Physical

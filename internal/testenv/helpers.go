@@ -9,12 +9,14 @@ import (
 )
 
 // Policies returns the I/O policies worth testing on the filesystem under
-// test: DirectPwrite only where O_DIRECT is accepted.
+// test: DirectPwrite only where O_DIRECT is accepted. DontCache runs
+// everywhere: where the filesystem refuses RWF_DONTCACHE it is StdFS,
+// which the suites must then pass as well.
 func Policies() []fallback.Policy {
 	if RejectsDirect() {
-		return []fallback.Policy{fallback.Auto, fallback.StdFS}
+		return []fallback.Policy{fallback.Auto, fallback.StdFS, fallback.DontCache}
 	}
-	return []fallback.Policy{fallback.Auto, fallback.DirectPwrite, fallback.StdFS}
+	return []fallback.Policy{fallback.Auto, fallback.DirectPwrite, fallback.StdFS, fallback.DontCache}
 }
 
 // WaitGoroutines waits up to five seconds for the goroutine count to fall

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/internal/ingest"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{
+		{"134217728", 128 << 20},
+		{"128MiB", 128 << 20},
+		{"128Mi", 128 << 20},
+		{"128mib", 128 << 20},
+		{"128MB", 128_000_000}, // go-humanize: MB is 10^6
+		{"128M", 128_000_000},
+		{"1.5GiB", 3 << 29},
+		{"1.5MiB", 3 << 19},
+		{"64KiB", 64 << 10},
+		{"64k", 64_000},
+		{"64 KiB", 64 << 10},
+		{"4096", 4096},
+		{"100B", 100},
+		{"8EiB", 0}, // 2^63: past an int64
+		{"9223372036854775807", 1<<63 - 1},
+		{"9223372036854775808", 0},
+		{"16EiB", 0}, // 2^64: past a uint64
+		{"9999999999GiB", 0},
+		{"", 0},
+		{"lots", 0},
+		{"0", 0},
+		{"0MiB", 0},
+		{"-1", 0},
+		{"12parsecs", 0},
+	} {
+		got, err := parseSize(c.in)
+		if c.want == 0 {
+			assert.Error(t, err, "%q gave %d", c.in, got)
+			continue
+		}
+		if assert.NoError(t, err, "%q", c.in) {
+			assert.Equal(t, c.want, got, "%q", c.in)
+		}
+	}
+	_, err := parseSize("9999999999GiB")
+	assert.EqualError(t, err, "too large")
+}
+
+func TestSizeName(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0"},
+		{100, "100B"},
+		{1023, "1023B"},
+		{8 << 10, "8KiB"},
+		{64_000, "62.5KiB"},
+		{600 << 20, "600MiB"},
+		{246104 << 10, "240.3MiB"}, // not "246104KiB"
+		{1 << 30, "1GiB"},
+		{3 << 29, "1.5GiB"},
+	} {
+		assert.Equal(t, c.want, sizeName(c.n), "%d", c.n)
+	}
+	// What the flags print, they take back.
+	for _, n := range []int64{100, 8 << 10, 600 << 20, 3 << 30, 512} {
+		got, err := parseSize(sizeName(n))
+		require.NoError(t, err)
+		assert.Equal(t, n, got)
+	}
+}
+
+func TestParseFlagsInterspersed(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		operands []string
+		json     bool
+		size     int64
+	}{
+		{[]string{"/a"}, []string{"/a"}, false, 1},
+		{[]string{"-json", "/a"}, []string{"/a"}, true, 1},
+		{[]string{"/a", "-json"}, []string{"/a"}, true, 1},
+		{[]string{"/a", "-size", "16MiB", "/b", "-json"}, []string{"/a", "/b"}, true, 16 << 20},
+		// A flag's value is never an operand, even when it looks like one.
+		{[]string{"-size", "2", "/a"}, []string{"/a"}, false, 2},
+		{[]string{"/a", "--size=3", "/b"}, []string{"/a", "/b"}, false, 3},
+		// After "--", everything is an operand.
+		{[]string{"/a", "--", "-json", "/b"}, []string{"/a", "-json", "/b"}, false, 1},
+		{[]string{"-json", "--", "-size"}, []string{"-size"}, true, 1},
+		{[]string{"-json", "--", "/a", "--"}, []string{"/a", "--"}, true, 1},
+		{nil, nil, false, 1},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		asJSON := fs.Bool("json", false, "")
+		size := sizeValue(1)
+		fs.Var(&size, "size", "")
+		var stdout bytes.Buffer
+		got, err := parseFlags(fs, c.args, &stdout, func(w io.Writer) {})
+		require.NoError(t, err, "%q", c.args)
+		assert.Equal(t, c.operands, got, "%q", c.args)
+		assert.Equal(t, c.json, *asJSON, "%q", c.args)
+		assert.Equal(t, c.size, int64(size), "%q", c.args)
+	}
+
+	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
+	fs.Bool("json", false, "")
+	_, err := parseFlags(fs, []string{"/a", "-nope"}, &bytes.Buffer{}, func(w io.Writer) {})
+	var ue usageError
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, ue.msg, "-nope")
+	assert.Equal(t, "usage: dio-check bench [-json] DIR", ue.synopsis)
+	var stdout bytes.Buffer
+	_, err = parseFlags(fs, []string{"/a", "-h"}, &stdout, func(w io.Writer) { fmt.Fprint(w, "the usage") })
+	assert.ErrorIs(t, err, errHelp)
+	assert.Equal(t, "the usage", stdout.String())
+}
+
+// TestHelp checks that every way of asking for usage prints it on stdout,
+// nothing on stderr, and exits 0, as Go's flag convention has it.
+func TestHelp(t *testing.T) {
+	bench, _ := benchFlags()
+	pressure, _ := pressureFlags()
+	probe, _ := probeFlags()
+	for _, c := range []struct {
+		args []string
+		fs   *flag.FlagSet // whose every flag the usage lists
+	}{
+		{[]string{"-h"}, probe},
+		{[]string{"-help"}, probe},
+		{[]string{"--help"}, probe},
+		{[]string{"help"}, probe},
+		{[]string{"/tmp", "-h"}, probe},
+		{[]string{"bench", "-h"}, bench},
+		{[]string{"bench", "/tmp", "-help"}, bench},
+		{[]string{"help", "bench"}, bench},
+		{[]string{"pressure", "-h"}, pressure},
+		{[]string{"help", "pressure"}, pressure},
+	} {
+		stdout, stderr, code := dioCheck(t, c.args...)
+		assert.Equal(t, 0, code, "%q", c.args)
+		assert.Empty(t, stderr, "%q", c.args)
+		assert.Contains(t, stdout, "usage: "+c.fs.Name()+" [", "%q", c.args)
+		c.fs.VisitAll(func(f *flag.Flag) {
+			// Once in the synopsis, once in the list of flags.
+			assert.Regexp(t, `\[-`+f.Name+`[ =\]]`, stdout, "%q: -%s in the synopsis", c.args, f.Name)
+			assert.Regexp(t, `(?m)^  -`+f.Name+`\b`, stdout, "%q: -%s in the flags", c.args, f.Name)
+		})
+	}
+	stdout, _, _ := dioCheck(t, "help")
+	for _, want := range []string{"dio-check bench [", "dio-check pressure [", "dio-check help", "130 on SIGINT", "143 on SIGTERM", "128MB is 128000000 bytes"} {
+		assert.Contains(t, stdout, want)
+	}
+	for _, want := range []string{"-depth", "-fio", "-workload", "-duration", "-runs"} {
+		assert.Contains(t, stdout, want, "the bench's synopsis")
+	}
+
+	_, stderr, code := dioCheck(t, "help", "nope")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "help nope")
+}
+
+// TestBadFlagOnce checks that a flag error is printed once, on stderr,
+// with the synopsis after it, and exits 2.
+func TestBadFlagOnce(t *testing.T) {
+	dir := testenv.Dir(t)
+	for _, args := range [][]string{{"-nope", dir}, {dir, "-nope"}, {"bench", "-nope", dir}, {"pressure", dir, "-nope"}} {
+		stdout, stderr, code := dioCheck(t, args...)
+		assert.Equal(t, 2, code, "%q", args)
+		assert.Empty(t, stdout, "%q", args)
+		assert.Equal(t, 1, strings.Count(stderr, "flag provided but not defined: -nope"), "%q: %s", args, stderr)
+		assert.Equal(t, 1, strings.Count(stderr, "usage: "), "%q: %s", args, stderr)
+		assert.True(t, strings.HasPrefix(stderr, "dio-check: flag provided"), "%q: the error comes first: %s", args, stderr)
+	}
+	requireEmpty(t, dir)
+}
+
+func TestInterspersedFlags(t *testing.T) {
+	dir := testenv.Dir(t)
+	out, stderr, code := dioCheck(t, dir, "-json")
+	require.Equal(t, 0, code, stderr)
+	var p Probe
+	require.NoError(t, json.Unmarshal([]byte(out), &p), out)
+	assert.Equal(t, dir, p.Dir)
+
+	out, stderr, code = dioCheck(t, "bench", dir, "-json", "-workload", "seq-no-delta", "-size", "1.5MiB", "-value", "1KiB", "-buffers", "64KiB", "-fio=false")
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.NotEmpty(t, lines)
+	for _, l := range lines {
+		var r BenchResult
+		require.NoError(t, json.Unmarshal([]byte(l), &r), l)
+		assert.Equal(t, int64(3<<19), r.Bytes, "-size 1.5MiB")
+		assert.Equal(t, 1024, r.ValueSize, "-value 1KiB")
+		assert.Equal(t, 64<<10, r.Buffer)
+	}
+	requireEmpty(t, dir)
+}
+
+// TestSizeFlags checks that every size flag takes what people write and
+// that a bad or overflowing one is refused naming that flag, not another.
+func TestSizeFlags(t *testing.T) {
+	dir := testenv.Dir(t)
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"bench", "-size", "9999999999GiB", dir}, "-size"},
+		{[]string{"bench", "-value", "9999999999GiB", dir}, "-value"},
+		{[]string{"bench", "-value", "2MiB", dir}, "-value"},
+		{[]string{"bench", "-buffers", "8KiB,9999999999GiB", dir}, "-buffers"},
+		{[]string{"bench", "-buffers", "4GiB", dir}, "-buffers"},
+		{[]string{"pressure", "-memory", "9999999999GiB", dir}, "-memory"},
+		{[]string{"pressure", "-hot", "9999999999GiB", dir}, "-hot"},
+		{[]string{"pressure", "-hot", "16EiB", dir}, "-hot"},
+	} {
+		stdout, stderr, code := dioCheck(t, c.args...)
+		assert.Equal(t, 2, code, "%q", c.args)
+		assert.Empty(t, stdout, "%q", c.args)
+		// The first line names the flag that was wrong, first.
+		assert.Regexp(t, `^dio-check: (invalid value "[^"]*" for flag )?`+c.flag+`[ :]`, stderr, "%q", c.args)
+	}
+	requireEmpty(t, dir)
+}
+
+func TestProbeJSONError(t *testing.T) {
+	dir := testenv.Dir(t)
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, bad := range []string{dir + "/missing", file} {
+		stdout, stderr, code := dioCheck(t, "-json", dir, bad)
+		assert.Equal(t, 2, code)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %s", stderr)
+		var e map[string]any
+		require.NoError(t, json.Unmarshal([]byte(stdout), &e), stdout)
+		assert.Equal(t, map[string]any{"dir": bad, "error": strings.TrimSpace(strings.TrimPrefix(stderr, "dio-check: "))}, e)
+	}
+	require.NoError(t, os.Remove(file))
+	requireEmpty(t, dir)
+}
+
+// TestBenchProgressPiped checks that a bench whose stderr is a pipe says,
+// a line per run, how far along it is, and from the second run how long
+// is left.
+func TestBenchProgressPiped(t *testing.T) {
+	dir := testenv.Dir(t)
+	_, stderr, code := dioCheck(t, "bench", "-workload", "seq-no-delta,seq", "-size", "1MiB", "-buffers", "64KiB", "-runs", "2", "-fio=false", dir)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "\r", "no live line into a pipe")
+	line := regexp.MustCompile(`^dio-check bench: (\d+)/(\d+) (seq-no-delta|seq), 64KiB buffers, \S+, round [12]/2( \(about \d+[a-zµ.0-9]* left\))?$`)
+	last := regexp.MustCompile(`^dio-check bench: done: (\d+) runs in [0-9.]+m?s$`)
+	n, total, prev, ended := 0, 0, 0, false
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if strings.HasPrefix(l, "dio-check: skipped") {
+			continue
+		}
+		require.False(t, ended, "a line after the last: %q", l)
+		if m := last.FindStringSubmatch(l); m != nil {
+			assert.Equal(t, strconv.Itoa(n), m[1], l)
+			ended = true
+			continue
+		}
+		m := line.FindStringSubmatch(l)
+		require.NotNil(t, m, "%q", l)
+		k, _ := strconv.Atoi(m[1])
+		total, _ = strconv.Atoi(m[2])
+		n++
+		assert.Equal(t, n, k, l)
+		assert.LessOrEqual(t, k, total, l)
+		if prev > 0 {
+			assert.LessOrEqual(t, total, prev, "the total only falls, as engines are skipped: %q", l)
+		}
+		prev = total
+		assert.Equal(t, k > 1, m[4] != "", "the time left, from the second run: %q", l)
+	}
+	assert.True(t, ended, "the last line says how many ran: %s", stderr)
+	// 2 rounds × 2 workloads × 1 buffer × the engines that ran, and one
+	// try of each engine skipped.
+	skipped := strings.Count(stderr, "dio-check: skipped ")
+	assert.Equal(t, 2*2*(len(ingest.Engines)-skipped)+skipped, n, stderr)
+	requireEmpty(t, dir)
+}
+
+// TestRunProgressLive checks the terminal's line: redrawn in place, with
+// the bar, the count and the time left, and cut to the terminal's width.
+func TestRunProgressLive(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &runProgress{w: &out, prefix: "dio-check bench", live: true, width: 200, total: 4, start: now, now: func() time.Time { return now }}
+	p.step("seq, 8KiB buffers, std-fs")
+	assert.Equal(t, "\r\033[Kdio-check bench: [>                   ] 1/4 seq, 8KiB buffers, std-fs", out.String())
+	out.Reset()
+	now = now.Add(10 * time.Second)
+	p.step("seq, 8KiB buffers, std-fs+fsync")
+	assert.Equal(t, "\r\033[Kdio-check bench: [=====>              ] 2/4 seq, 8KiB buffers, std-fs+fsync, about 30s left", out.String())
+	p.skip()
+	out.Reset()
+	now = now.Add(10 * time.Second)
+	p.width = 40
+	p.step("seq, 8KiB buffers, direct+pwrite")
+	assert.Equal(t, "\r\033[Kdio-check bench: [=============>      ]", out.String(), "3/3 cut to 39 characters")
+	out.Reset()
+	p.done()
+	assert.Equal(t, "\r\033[K", out.String())
+}
+
+// TestDocsListFlags checks that the package doc and the README show each
+// command's synopsis as the FlagSets generate it, so that neither omits a
+// flag or keeps one that is gone.
+func TestDocsListFlags(t *testing.T) {
+	doc, err := os.ReadFile("main.go")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	probe, _ := probeFlags()
+	bench, _ := benchFlags()
+	pressure, _ := pressureFlags()
+	for _, fs := range []*flag.FlagSet{probe, bench, pressure} {
+		line := strings.TrimPrefix(synopsis(fs), "usage: ")
+		assert.Contains(t, string(doc), "//\t"+line+"\n", "the package doc")
+		assert.Contains(t, string(readme), line+"\n", "the README")
+	}
+}
