@@ -65,7 +65,7 @@ func (q *uringQueue) Submit(r Request) error {
 	if err := q.x.validate(r); err != nil {
 		return err
 	}
-	if len(r.Buf) > maxURingLen {
+	if uint64(len(r.Buf)) > maxURingLen {
 		return fmt.Errorf("direct: %v of %d bytes: %w: an io_uring request takes at most %d bytes (the SQE's 32-bit length)",
 			r.Op, len(r.Buf), ErrTooLarge, uint64(maxURingLen))
 	}
