@@ -55,13 +55,19 @@ const (
 	firstGuess = 4<<10 + MaxHeaderSize
 
 	// preadReads is how many ReadBlob reads in progress run as plain
-	// preads, each in its caller's thread; more join the queue. Measured
-	// here side by side (reads/s, 4,000-byte blobs, io_uring engine with a
-	// ring per queue): 16 readers by pread against through the queue
-	// 12.6k/10.1k, 13.6k/8.8k, 25.4k/12.8k, 8.1k/7.3k; 64 readers
-	// through the queue against by pread 22.4k/10.7k, 18.3k/16.3k,
-	// 21.2k/15.1k, 26.0k/17.3k. At queue depth 1 the pread also saves the
-	// queue's round trip.
+	// preads, each in its caller's thread; more join the queue. At queue
+	// depth 1 the pread also saves the queue's round trip. Measured on the
+	// process's shared rings (ext4 on virtio, 2 vCPUs at load 5-10, reads
+	// of 4,000-byte blobs, medians of paired ratios, 2026-12-02): 16
+	// readers ran 1.01x fio QD16 by pread against 0.60x through the queue
+	// (8 rounds); 64 readers 0.69x fio QD64 with 16 by pread and the rest
+	// queued against 0.61x all queued (8 rounds), and all by pread ran
+	// 0.55x of the former side by side (4 rounds). Against 16, 8 ran 1.04x
+	// at 16 readers (8 rounds, 0.48-1.36) and 4 ran 0.72x, where 16
+	// against itself spread 0.92-1.25. The queue loses at 16 because each
+	// Submit holds its ring's mutex across the io_uring_enter that issues
+	// the read, so submitters and the reaper take turns (a mutex profile
+	// of 16 queued readers: some 3 of them waiting on it at any time).
 	preadReads = 16
 
 	closedBit = 1 << 62 // in Reader.state, beside the count of calls in progress

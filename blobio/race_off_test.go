@@ -1,0 +1,5 @@
+//go:build !race
+
+package blobio_test
+
+const raceEnabled = false
