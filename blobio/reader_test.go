@@ -510,11 +510,6 @@ func TestReadBlobAllocs(t *testing.T) {
 	if testing.Short() || testenv.Race {
 		t.Skip("AllocsPerRun: -short, or -race (make test runs it without)")
 	}
-	if raceEnabled {
-		// The pools on this path (direct's sysCall, zstd's) are sync.Pools,
-		// which drop a random share of their items under -race.
-		t.Skip("AllocsPerRun under -race: sync.Pool drops items at random")
-	}
 	path := filepath.Join(testenv.Dir(t), "a.blob")
 	w, err := blobio.Create(path, &blobio.Options{Compression: blobio.Zstd})
 	require.NoError(t, err)

@@ -1,5 +1,0 @@
-//go:build !race
-
-package blobio_test
-
-const raceEnabled = false
