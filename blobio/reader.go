@@ -236,7 +236,7 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	defer pool.put(b)
 	n, err := r.read(b.done, b.buf.Bytes()[:hi-lo], lo)
 	if err != nil {
-		return dst[:0], fmt.Errorf("blobio: blob at %d: %w", off, err)
+		return dst[:0], blobError(off, err)
 	}
 	payload, c, big, err := r.blobIn(b, lo, r.valid(lo, n), off)
 	if err == nil {
@@ -246,7 +246,7 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		big.Free()
 	}
 	if err != nil {
-		return dst[:0], fmt.Errorf("blobio: blob at %d: %w", off, err)
+		return dst[:0], blobError(off, err)
 	}
 	return dst, nil
 }
@@ -413,4 +413,16 @@ func (r *Reader) Close() error {
 	r.large.close()
 	r.dec.close()
 	return r.f.Close()
+}
+
+// blobError names the blob at off in err: a corruption becomes a
+// *CorruptError at off (its Off relative to the blob's header, as
+// DecodeHeader and the zstd checks report it), any other error is
+// prefixed with the offset.
+func blobError(off int64, err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		return corruptAt(off, err)
+	}
+	return fmt.Errorf("blobio: blob at %d: %w", off, err)
 }

@@ -245,7 +245,9 @@ func (v *vectored) deliver(c direct.Completion) error {
 			v.out, err = r.dec.decode(payload, comp, v.out)
 			blob = v.out
 		}
-		if err == nil {
+		if err != nil {
+			err = corruptAt(off, err) // fn's own errors stay as they are
+		} else {
 			err = v.fn(i, blob)
 		}
 		if big != nil {

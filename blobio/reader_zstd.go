@@ -68,7 +68,7 @@ func (p *decoderPool) decode(payload []byte, c Compression, dst []byte) ([]byte,
 	}
 	out, err := dec.DecodeAll(payload, dst[:0])
 	if err != nil {
-		return dst[:0], fmt.Errorf("%w: zstd: %w", ErrCorrupt, err)
+		return dst[:0], &CorruptError{Reason: "zstd", Err: err}
 	}
 	return out, nil
 }
@@ -100,7 +100,7 @@ func zstdBound(p []byte) (int, error) {
 		var frame int64
 		for {
 			if len(rest) < zstdBlockHeaderSize {
-				return 0, fmt.Errorf("%w: zstd: truncated block header", ErrCorrupt)
+				return 0, &CorruptError{Reason: "zstd: truncated block header"}
 			}
 			bh := uint32(rest[0]) | uint32(rest[1])<<8 | uint32(rest[2])<<16
 			last, typ, size := bh&1 != 0, (bh>>1)&3, int(bh>>3)
@@ -117,14 +117,14 @@ func zstdBound(p []byte) (int, error) {
 			case 2: // compressed
 				frame += zstdMaxBlockSize
 			default:
-				return 0, fmt.Errorf("%w: zstd: reserved block type", ErrCorrupt)
+				return 0, &CorruptError{Reason: "zstd: reserved block type"}
 			}
 			if stored > len(rest) {
-				return 0, fmt.Errorf("%w: zstd: block of %d bytes past the end of the blob", ErrCorrupt, stored)
+				return 0, &CorruptError{Reason: fmt.Sprintf("zstd: block of %d bytes past the end of the blob", stored)}
 			}
 			rest = rest[stored:]
 			if exact > MaxBlobSize {
-				return 0, fmt.Errorf("%w: zstd blocks decode to more than MaxBlobSize", ErrCorrupt)
+				return 0, &CorruptError{Reason: "zstd blocks decode to more than MaxBlobSize"}
 			}
 			if last {
 				break
@@ -132,16 +132,16 @@ func zstdBound(p []byte) (int, error) {
 		}
 		if h.HasFCS {
 			if h.FrameContentSize > MaxBlobSize {
-				return 0, fmt.Errorf("%w: zstd frame claims %d bytes, more than MaxBlobSize", ErrCorrupt, h.FrameContentSize)
+				return 0, &CorruptError{Reason: fmt.Sprintf("zstd frame claims %d bytes, more than MaxBlobSize", h.FrameContentSize)}
 			}
 			if h.FrameContentSize > uint64(frame) {
-				return 0, fmt.Errorf("%w: zstd frame claims %d bytes, its blocks hold at most %d", ErrCorrupt, h.FrameContentSize, frame)
+				return 0, &CorruptError{Reason: fmt.Sprintf("zstd frame claims %d bytes, its blocks hold at most %d", h.FrameContentSize, frame)}
 			}
 			frame = int64(h.FrameContentSize)
 		}
 		if h.HasCheckSum {
 			if len(rest) < zstdChecksumSize {
-				return 0, fmt.Errorf("%w: zstd: truncated checksum", ErrCorrupt)
+				return 0, &CorruptError{Reason: "zstd: truncated checksum"}
 			}
 			rest = rest[zstdChecksumSize:]
 		}

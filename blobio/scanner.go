@@ -219,7 +219,7 @@ func (s *Scanner) Scan() bool {
 	}
 	ok, err := s.next()
 	if err != nil {
-		s.finish(fmt.Errorf("blobio: blob at %d: %w", s.pos, err))
+		s.finish(blobError(s.pos, err))
 		return false
 	}
 	if !ok {
