@@ -91,7 +91,7 @@ func TestOpenAppend(t *testing.T) {
 				require.NoError(t, err, "round %d", round)
 				assert.Equal(t, size, w.Size())
 				assert.Equal(t, size, w.Synced())
-				if p != fallback.StdFS && !testenv.RejectsDirect() {
+				if p != fallback.StdFS && p != fallback.DontCache && !testenv.RejectsDirect() {
 					assert.True(t, w.Mode().Direct, "%v", w.Mode())
 				}
 				want = append(want, appendRecords(t, w, len(want), 20)...)
