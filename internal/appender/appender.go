@@ -1,5 +1,5 @@
 // Package appender is the buffered-writer core that blobio.Writer and
-// ephemeral.File share: it appends a byte stream to a fallback.File in full
+// ephemeral.File share: it appends a byte stream to a File (a fallback.File) in full
 // aligned buffers, writing earlier buffers while the caller fills the next.
 //
 // Buffer ownership follows Neon's owned_buffers_io: the Appender owns up to
@@ -67,7 +67,6 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/fallback"
 )
 
 // Options configure New.
@@ -144,7 +143,7 @@ type slot struct {
 
 // Appender appends to a file through aligned buffers.
 type Appender struct {
-	f       fallback.File
+	f       File
 	q       direct.Queue
 	pool    *aligned.Pool   // shared pool, or nil
 	slab    *aligned.Buffer // the buffers' memory when not from a pool
@@ -172,7 +171,7 @@ type Appender struct {
 // New returns an Appender writing to f from offset 0. f must be empty.
 // Options that Validate refuses, or a Pool whose buffers do not fit f,
 // give an error matching ErrInvalid.
-func New(f fallback.File, o Options) (*Appender, error) {
+func New(f File, o Options) (*Appender, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
