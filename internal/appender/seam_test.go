@@ -100,6 +100,26 @@ func TestFakeMergedWrites(t *testing.T) {
 	}
 }
 
+// TestFakeWrapAfterFlush: a run that starts in the slab's last buffer
+// (where a Flush left the filling one) goes out alone when the ring
+// wraps, even with the first buffer free: a merged write is contiguous
+// in memory.
+func TestFakeWrapAfterFlush(t *testing.T) {
+	f := newFake(512, 512, true)
+	a := newOnFake(t, f, Options{BufferSize: 4 * kib, Buffers: 5, MaxWrite: 8 * kib})
+	want := stream(40*kib, 13)
+	write(t, a, want[:18*kib]) // four buffers and half the fifth
+	require.NoError(t, a.Flush())
+	write(t, a, want[18*kib:])
+	require.NoError(t, a.Flush())
+	assert.Equal(t, []string{
+		"0+8192", "8192+8192", "16384+2048", // the Flush
+		"18432+4096", // the fifth buffer, refitted, alone: the ring wraps
+		"22528+8192", "30720+8192", "38912+2048",
+	}, f.q.spans())
+	checkData(t, f.q.writes(), want, 512)
+}
+
 // TestFakeNoMerge: through the page cache, and with a shared pool's
 // buffers, every write is one buffer.
 func TestFakeNoMerge(t *testing.T) {
