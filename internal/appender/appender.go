@@ -1,6 +1,7 @@
 // Package appender is the buffered-writer core that blobio.Writer and
-// ephemeral.File share: it appends a byte stream to a File (a fallback.File) in full
-// aligned buffers, writing earlier buffers while the caller fills the next.
+// ephemeral.File share: it appends a byte stream to a File (file.go; a
+// fallback.File) in full aligned buffers, writing earlier buffers while
+// the caller fills the next.
 //
 // Buffer ownership follows Neon's owned_buffers_io: the Appender owns up to
 // Buffers buffers, used in ring order; a full one is handed to the queue and
@@ -8,12 +9,12 @@
 // the only back-pressure.
 //
 // Full buffers that are neighbours go to the device as one merged write
-// of up to MaxWrite bytes (the ring is cut at every MaxWrite bytes, so a
-// merged write never wraps nor straddles a cut): an Appender that owns its buffers lays them
-// out in one slab, so that neighbours in the ring are neighbours in memory
-// (block-layer plugging, done before the kernel sees the writes). The
-// buffer size is then the granularity of memory and of Cached, and
-// MaxWrite the size of the I/O. On the virtio disk measured here the
+// of up to MaxWrite bytes (the ring is cut every MaxWrite bytes, and a
+// merged write neither wraps nor crosses a cut): an Appender that owns
+// its buffers lays them out in one slab, so that neighbours in the ring
+// are neighbours in memory (block-layer plugging, done before the kernel
+// sees the writes). The buffer size is then the granularity of memory and
+// of Cached, and MaxWrite the size of the I/O. On the virtio disk measured here the
 // per-request cost dominates: 128 MiB of direct writes at QD4 took 164 ms
 // in 64 KiB requests and 65 ms in 256 KiB ones.
 //
@@ -45,14 +46,14 @@
 // grows ahead and the reader owns the zero tail. On a copy-on-write
 // filesystem (btrfs) nothing is grown ahead: see copyOnWrite.
 //
-// The unaligned tail is handled by padding, then truncating, in three
-// steps named in tail.go: padTail pads the partial last buffer of a Flush
+// The unaligned tail is handled by padding, then truncating, in steps
+// named in tail.go: padTail pads the partial last buffer of a Flush
 // or Sync with zeros to the file's offset alignment (not to the buffer
 // size); refit keeps that tail in memory, moved to the front of the
 // buffer, so the next flush rewrites its block (RocksDB's
 // WritableFileWriter::WriteDirect "refit"); trimTo cuts the file to the
-// logical size at Close (or to Synced after a failed one). glommio's
-// flush_padded pads the same way. Both keep every write aligned, so the
+// logical size at Close, and cutBack to Synced after a failed one.
+// glommio's flush_padded pads the same way. Both keep every write aligned, so the
 // file never holds a gap and no write is read-modify-write.
 //
 // An Appender is not safe for concurrent use: one goroutine at a time
@@ -219,9 +220,9 @@ func New(f File, o Options) (*Appender, error) {
 	}
 	mergeSlots = max(1, min(mergeSlots, o.Buffers/2))
 	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, mergeSlots: mergeSlots, mu: lockerOr(o.Lock)}
-	// Writes in flight: one per merged write the ring holds, more only when
-	// flushes cut runs short (Submit then waits for a slot). Readers of
-	// the same file use queues of their own.
+	// Writes in flight: one per merged write the ring holds, more only
+	// when flushes cut runs short (Submit then waits for a slot). Readers
+	// of the same file use queues of their own.
 	depth := (o.Buffers + mergeSlots - 1) / mergeSlots
 	q, err := f.NewQueue(&direct.QueueOptions{Depth: depth, Faults: o.Faults})
 	if err != nil {
