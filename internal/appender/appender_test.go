@@ -237,7 +237,7 @@ func TestDefaults(t *testing.T) {
 		}
 		assert.Equal(t, w.buffers, len(a.slots), "%+v", c.o)
 		assert.Equal(t, w.merged, a.mergeSlots, "%+v", c.o)
-		assert.Equal(t, (w.buffers+w.merged-1)/w.merged, a.q.Depth(), "a write per group: %+v", c.o)
+		assert.Equal(t, (w.buffers+w.merged-1)/w.merged, a.q.Depth(), "a write in flight per merged write the ring holds: %+v", c.o)
 		a.release()
 	}
 
