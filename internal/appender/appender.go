@@ -1,18 +1,20 @@
 // Package appender is the buffered-writer core that blobio.Writer and
-// ephemeral.File share: it appends a byte stream to a fallback.File in full
-// aligned buffers, writing earlier buffers while the caller fills the next.
+// ephemeral.File share: it appends a byte stream to a File (file.go; a
+// fallback.File) in full aligned buffers, writing earlier buffers while
+// the caller fills the next.
 //
 // Buffer ownership follows Neon's owned_buffers_io: the Appender owns up to
 // Buffers buffers, used in ring order; a full one is handed to the queue and
 // comes back when its write completes, and waiting for that hand-back is
 // the only back-pressure.
 //
-// The ring is cut into groups of MaxWrite bytes, and a full group goes to
-// the device as one request: an Appender that owns its buffers lays them
-// out in one slab, so that neighbours in the ring are neighbours in memory
-// (block-layer plugging, done before the kernel sees the writes). The
-// buffer size is then the granularity of memory and of Cached, and
-// MaxWrite the size of the I/O. On the virtio disk measured here the
+// Full buffers that are neighbours go to the device as one merged write
+// of up to MaxWrite bytes (the ring is cut every MaxWrite bytes, and a
+// merged write neither wraps nor crosses a cut): an Appender that owns
+// its buffers lays them out in one slab, so that neighbours in the ring
+// are neighbours in memory (block-layer plugging, done before the kernel
+// sees the writes). The buffer size is then the granularity of memory and
+// of Cached, and MaxWrite the size of the I/O. On the virtio disk measured here the
 // per-request cost dominates: 128 MiB of direct writes at QD4 took 164 ms
 // in 64 KiB requests and 65 ms in 256 KiB ones.
 //
@@ -44,14 +46,15 @@
 // grows ahead and the reader owns the zero tail. On a copy-on-write
 // filesystem (btrfs) nothing is grown ahead: see copyOnWrite.
 //
-// The unaligned tail is handled by padding, then truncating: Sync writes the
-// partial last buffer padded with zeros to the file's offset alignment (not
-// to the buffer size), keeps the tail in memory and rewrites that block on
-// the next flush, after moving it to the front of the buffer (RocksDB's
-// WritableFileWriter::WriteDirect "refit"); Close truncates the file to the
-// logical size. glommio's flush_padded pads the same way. Both keep every
-// write aligned, so the file never holds a gap and no write is read-modify-
-// write.
+// The unaligned tail is handled by padding, then truncating, in steps
+// named in tail.go: padTail pads the partial last buffer of a Flush
+// or Sync with zeros to the file's offset alignment (not to the buffer
+// size); refit keeps that tail in memory, moved to the front of the
+// buffer, so the next flush rewrites its block (RocksDB's
+// WritableFileWriter::WriteDirect "refit"); trimTo cuts the file to the
+// logical size at Close, and cutBack to Synced after a failed one.
+// glommio's flush_padded pads the same way. Both keep every write aligned, so the
+// file never holds a gap and no write is read-modify-write.
 //
 // An Appender is not safe for concurrent use: one goroutine at a time
 // calls its methods. Options.Lock lets readers look into its buffers
@@ -67,7 +70,6 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/fallback"
 )
 
 // Options configure New.
@@ -127,7 +129,7 @@ type slotState uint8
 const (
 	idle    slotState = iota // free to fill; may still hold written bytes for Cached
 	filling                  // the current buffer
-	pending                  // full, waiting to be merged into a write
+	pending                  // full, waiting to go out in a merged write
 	busy                     // in flight
 	lost                     // its write failed: its bytes live only in memory now
 )
@@ -144,16 +146,16 @@ type slot struct {
 
 // Appender appends to a file through aligned buffers.
 type Appender struct {
-	f       fallback.File
-	q       direct.Queue
-	pool    *aligned.Pool   // shared pool, or nil
-	slab    *aligned.Buffer // the buffers' memory when not from a pool
-	bufSize int
-	align   int // offset alignment; 1 on the page cache
-	grow    bool
-	noSync  bool
-	fixed   bool // buffers registered with the engine
-	merge   int  // slots per write at most
+	f          File
+	q          direct.Queue
+	pool       *aligned.Pool   // shared pool, or nil
+	slab       *aligned.Buffer // the buffers' memory when not from a pool
+	bufSize    int
+	align      int // offset alignment; 1 on the page cache
+	grow       bool
+	noSync     bool
+	fixed      bool // buffers registered with the engine
+	mergeSlots int  // slots per merged write at most: MaxWrite in buffers
 
 	slots []slot // in ring order; a shared pool's grow to cap(slots)
 	cur   int    // the slot being filled
@@ -172,7 +174,7 @@ type Appender struct {
 // New returns an Appender writing to f from offset 0. f must be empty.
 // Options that Validate refuses, or a Pool whose buffers do not fit f,
 // give an error matching ErrInvalid.
-func New(f fallback.File, o Options) (*Appender, error) {
+func New(f File, o Options) (*Appender, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -203,25 +205,25 @@ func New(f fallback.File, o Options) (*Appender, error) {
 		o.MaxWrite = DefaultMaxWrite
 	}
 
-	merge := max(1, o.MaxWrite/o.BufferSize)
+	mergeSlots := max(1, o.MaxWrite/o.BufferSize)
 	switch {
 	case !f.Mode().Direct:
 		// Through the page cache a write is a memcpy: merging buys
 		// nothing and lets the buffers fall out of the CPU cache
 		// before the kernel copies them.
-		merge = 1
+		mergeSlots = 1
 	case o.Pool != nil:
-		merge = 1 // a pool's buffers are not neighbours in memory
+		mergeSlots = 1 // a pool's buffers are not neighbours in memory
 	}
 	if o.Buffers <= 0 {
-		o.Buffers = max(DefaultBuffers, 2*merge)
+		o.Buffers = max(DefaultBuffers, 2*mergeSlots)
 	}
-	merge = max(1, min(merge, o.Buffers/2))
-	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, merge: merge, mu: lockerOr(o.Lock)}
-	// Writes in flight: one per group of the ring, more only when
-	// flushes cut runs short (Submit then waits for a slot). Readers of
-	// the same file use queues of their own.
-	depth := (o.Buffers + merge - 1) / merge
+	mergeSlots = max(1, min(mergeSlots, o.Buffers/2))
+	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, mergeSlots: mergeSlots, mu: lockerOr(o.Lock)}
+	// Writes in flight: one per merged write the ring holds, more only
+	// when flushes cut runs short (Submit then waits for a slot). Readers
+	// of the same file use queues of their own.
+	depth := (o.Buffers + mergeSlots - 1) / mergeSlots
 	q, err := f.NewQueue(&direct.QueueOptions{Depth: depth, Faults: o.Faults})
 	if err != nil {
 		return nil, err
@@ -323,8 +325,8 @@ func (a *Appender) WriteRecord(hdr, p []byte) (off int64, err error) {
 }
 
 // rotate queues the full current buffer for writing and makes the next one
-// in ring order current. The ring is cut into groups of MaxWrite bytes; the
-// pending run of full buffers is written when it completes its group, when
+// in ring order current. The pending run of full buffers goes out as one
+// merged write when it reaches MaxWrite (a cut of the ring), when
 // the next buffer cannot extend it (the end of the slab, a pool's buffer),
 // or before waiting for the next buffer, so that the device works while we
 // wait.
@@ -338,7 +340,7 @@ func (a *Appender) rotate() error {
 	if err != nil {
 		return err
 	}
-	if (a.cur+1)%a.merge == 0 || nx != a.cur+1 || a.slots[nx].state != idle {
+	if (a.cur+1)%a.mergeSlots == 0 || nx != a.cur+1 || a.slots[nx].state != idle {
 		if err := a.submit(a.first, a.cur+1); err != nil {
 			return err
 		}
@@ -390,7 +392,7 @@ func (a *Appender) submit(i, j int) error {
 		buf = a.slab.Bytes()[i*a.bufSize : j*a.bufSize]
 	}
 	n := (j-1-i)*a.bufSize + a.slots[j-1].n
-	padded := aligned.PadZero(buf, n, a.align)
+	padded := a.padTail(buf, n)
 	off := a.slots[i].off
 	if err := a.growTo(off + int64(padded)); err != nil {
 		return err
@@ -493,13 +495,7 @@ func (a *Appender) Flush() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s.state = filling
-	// Refit: keep only the unaligned tail, moved to the front of the
-	// buffer; the aligned part before it is on disk for good.
-	if whole := aligned.Down(s.n, a.align); whole > 0 {
-		copy(s.buf, s.buf[whole:s.n])
-		s.off += int64(whole)
-		s.n -= whole
-	}
+	a.refit(s)
 	return nil
 }
 
@@ -514,18 +510,6 @@ func (a *Appender) Sync() error {
 		return err
 	}
 	a.synced = a.size
-	return nil
-}
-
-// trim cuts what was grown ahead and the padding back to the logical size.
-func (a *Appender) trim() error {
-	if a.fileSize <= a.size {
-		return nil
-	}
-	if err := a.f.Truncate(a.size); err != nil {
-		return a.fail(err)
-	}
-	a.fileSize = a.size
 	return nil
 }
 
@@ -549,7 +533,7 @@ func (a *Appender) sync() error {
 func (a *Appender) Close() error {
 	err := a.Flush()
 	if err == nil {
-		err = a.trim()
+		err = a.trimTo(a.size)
 	}
 	if err == nil && !a.noSync {
 		if err = a.sync(); err == nil {
@@ -560,9 +544,7 @@ func (a *Appender) Close() error {
 	if err != nil {
 		// Best effort: the error to report is the first one. The cut is
 		// made durable too, or a power cut could bring the tail back.
-		if a.f.Truncate(a.synced) == nil {
-			a.f.Sync()
-		}
+		a.cutBack()
 	}
 	if cerr := a.f.Close(); err == nil {
 		err = cerr

@@ -236,8 +236,8 @@ func TestDefaults(t *testing.T) {
 			w = c.direct
 		}
 		assert.Equal(t, w.buffers, len(a.slots), "%+v", c.o)
-		assert.Equal(t, w.merged, a.merge, "%+v", c.o)
-		assert.Equal(t, (w.buffers+w.merged-1)/w.merged, a.q.Depth(), "a write per group: %+v", c.o)
+		assert.Equal(t, w.merged, a.mergeSlots, "%+v", c.o)
+		assert.Equal(t, (w.buffers+w.merged-1)/w.merged, a.q.Depth(), "a write in flight per merged write the ring holds: %+v", c.o)
 		a.release()
 	}
 
@@ -248,7 +248,7 @@ func TestDefaults(t *testing.T) {
 	a, err := New(f, Options{Pool: pool})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultBuffers, cap(a.slots))
-	assert.Equal(t, 1, a.merge)
+	assert.Equal(t, 1, a.mergeSlots)
 	for range 3 * DefaultBuffers {
 		_, err := a.Write(make([]byte, aligned.DefaultBlockSize))
 		require.NoError(t, err)

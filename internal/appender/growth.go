@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/fallback"
 )
 
 // copyOnWrite reports whether f is on a copy-on-write filesystem, where
@@ -14,7 +13,7 @@ import (
 // Sync every 10 took 1,820 MiB, each Sync cutting a 1 MiB extent down to
 // the 20-40 KiB it held, and a 64 MiB btrfs ran out of space after 5.5-8.2
 // MB of writes. Without growing ahead the same file takes about its size.
-func copyOnWrite(f fallback.File) bool {
+func copyOnWrite(f File) bool {
 	name := f.Name()
 	fs, err := direct.Filesystem(name)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/dio-storage/dio/aligned"
-	"github.com/dio-storage/dio/fallback"
 )
 
 // Resume returns an Appender continuing f at logical size size, a size
@@ -17,7 +16,7 @@ import (
 // starts at size. A size below zero or past f's end gives an error
 // matching ErrInvalid, and f is left as it was; on any error the caller
 // closes f.
-func Resume(f fallback.File, size int64, o Options) (*Appender, error) {
+func Resume(f File, size int64, o Options) (*Appender, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
