@@ -39,9 +39,11 @@ func Example() {
 	defer f.Close()
 
 	// A direct write covers whole blocks from memory aligned for the
-	// device: an aligned.Buffer of one block, its tail zeroed.
+	// device: an aligned.Buffer of 4 KiB (a whole number of blocks on any
+	// device up to 4 KiB sectors, and on any larger one a block), its tail
+	// zeroed.
 	a := f.Alignment()
-	buf, err := aligned.New(a.Block(), a.Memory)
+	buf, err := aligned.New(aligned.Up(direct.DefaultAlignment, a.Block()), a.Memory)
 	if err != nil {
 		panic(err)
 	}
@@ -85,8 +87,9 @@ func ExampleQueue() {
 	defer q.Close()
 
 	a := f.Alignment()
+	block := aligned.Up(direct.DefaultAlignment, a.Block()) // as in Example
 	const blocks = 4
-	buf, err := aligned.New(blocks*a.Block(), a.Memory)
+	buf, err := aligned.New(blocks*block, a.Memory)
 	if err != nil {
 		panic(err)
 	}
@@ -96,9 +99,9 @@ func ExampleQueue() {
 	// gets exactly one Completion on Done, which must have room for them.
 	done := make(chan direct.Completion, blocks)
 	for i := range blocks {
-		b := buf.Bytes()[i*a.Block() : (i+1)*a.Block()]
+		b := buf.Bytes()[i*block : (i+1)*block]
 		copy(b, fmt.Sprintf("block %d", i))
-		err := q.Submit(direct.Request{Op: direct.OpWrite, Buf: b, Off: int64(i * a.Block()), Token: uint64(i), Done: done})
+		err := q.Submit(direct.Request{Op: direct.OpWrite, Buf: b, Off: int64(i * block), Token: uint64(i), Done: done})
 		if err != nil {
 			panic(err)
 		}
@@ -121,8 +124,8 @@ func ExampleQueue() {
 		panic(c.Err)
 	}
 	clear(buf.Bytes())
-	b := buf.Bytes()[:a.Block()]
-	if err := q.Submit(direct.Request{Op: direct.OpRead, Buf: b, Off: int64(2 * a.Block()), Done: done}); err != nil {
+	b := buf.Bytes()[:block]
+	if err := q.Submit(direct.Request{Op: direct.OpRead, Buf: b, Off: int64(2 * block), Done: done}); err != nil {
 		panic(err)
 	}
 	c := q.Await(done)
