@@ -210,7 +210,13 @@ type stream struct {
 	aheadFinal int64
 }
 
-// Create creates a temporary file in dir.
+// Create creates a temporary file in dir that no other open can reach
+// and that is gone once closed: on Linux an unnamed one (O_TMPFILE), else
+// where the filesystem lacks it and on darwin and the BSDs one under a
+// random name unlinked at once, and on Windows one under a random name
+// deleted when its handle closes (through the page cache only there: a
+// policy demanding O_DIRECT fails with an error matching
+// direct.ErrNotSupported).
 func Create(dir string, o *Options) (*File, error) {
 	var opts Options
 	if o != nil {
