@@ -11,15 +11,20 @@ import (
 // MaxBlobSize is the largest blob the format can store: 28 bits of length.
 const MaxBlobSize = 0x0fff_ffff
 
+// MaxHeaderSize is the length of the longest blob header, 4 bytes: a blob
+// of 1 to 127 uncompressed bytes has a 1-byte header, any other (empty,
+// longer, or compressed) a 4-byte one (Neon's blob_io.rs). A buffer of
+// MaxHeaderSize bytes holds any header AppendHeader writes.
+const MaxHeaderSize = 4
+
 // Header bytes, from Neon's blob_io.rs.
 const (
-	shortMax          = 0x7f // longest blob with a 1-byte header
-	byteUncompressed  = 0x80 // first byte of a 4-byte header, no compression
-	byteZstd          = 0x90 // first byte of a 4-byte header, zstd
-	compressionMask   = 0xf0 // the long-header flag and the compression bits
-	longHeaderSize    = 4
-	MaxHeaderSize     = longHeaderSize
-	minCompressedSize = shortMax + 1 // blobs shorter than this are never compressed
+	shortMax          = 0x7f          // longest blob with a 1-byte header
+	byteUncompressed  = 0x80          // first byte of a 4-byte header, no compression
+	byteZstd          = 0x90          // first byte of a 4-byte header, zstd
+	compressionMask   = 0xf0          // the long-header flag and the compression bits
+	longHeaderSize    = MaxHeaderSize // the 4-byte header: a flag, 3 bits of compression, 28 bits of length
+	minCompressedSize = shortMax + 1  // blobs shorter than this are never compressed
 )
 
 var (

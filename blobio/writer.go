@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -72,14 +73,46 @@ func (o *Options) withDefaults() Options {
 
 // A Writer appends blobs to a new file (Create) or to an existing one
 // (OpenAppend). It is not safe for concurrent use.
+//
+// Close is owed: a Writer dropped without it is released by a cleanup when
+// the garbage collector finds it unreachable, as an os.File is (its
+// descriptor closed, its buffers freed or returned to their Pool, its
+// writes in flight awaited), but nothing it buffered is written, nothing
+// is synced, and the file is not cut back to its logical size: it may end
+// in zeros grown ahead of the writes, or in a partial block. Only what
+// the last Sync made durable (Synced) is sure to be there.
 type Writer struct {
-	ap     *appender.Appender
-	mode   fallback.Mode
-	comp   Compression
-	enc    *zstd.Encoder
-	zbuf   []byte // reused compression output
-	hdr    [MaxHeaderSize]byte
-	closed bool
+	ap      *appender.Appender
+	mode    fallback.Mode
+	comp    Compression
+	enc     *zstd.Encoder
+	zbuf    []byte // reused compression output
+	hdr     [MaxHeaderSize]byte
+	closed  bool
+	cleanup runtime.Cleanup // releases an unclosed Writer's resources; stopped by Close
+}
+
+// writerResources are what an unclosed Writer's cleanup releases. They do
+// not refer to the Writer, or it would never be unreachable.
+type writerResources struct {
+	ap  *appender.Appender
+	enc *zstd.Encoder
+}
+
+// release frees, without writing or syncing anything, what a Writer
+// dropped without Close holds: Discard awaits the writes in flight, then
+// closes the file and gives the buffers back.
+func (r writerResources) release() {
+	if r.enc != nil {
+		r.enc.Close()
+	}
+	r.ap.Discard()
+}
+
+// armCleanup attaches the safety net to a Writer about to be returned.
+func (w *Writer) armCleanup() *Writer {
+	w.cleanup = runtime.AddCleanup(w, writerResources.release, writerResources{ap: w.ap, enc: w.enc})
+	return w
 }
 
 // Create creates the file at path (failing if it exists) and returns a
@@ -121,7 +154,7 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 		os.Remove(path)
 		return nil, err
 	}
-	return w, nil
+	return w.armCleanup(), nil
 }
 
 // OpenAppend opens the blob file at path to append to it from logical
@@ -161,7 +194,7 @@ func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
 		ap.Discard()
 		return nil, err
 	}
-	return w, nil
+	return w.armCleanup(), nil
 }
 
 func newWriter(f fallback.File, ap *appender.Appender, opts Options) (*Writer, error) {
@@ -250,6 +283,7 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.closed = true
+	w.cleanup.Stop()
 	if w.enc != nil {
 		w.enc.Close()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -63,6 +64,12 @@ type Options struct {
 // then. Close waits for the reads in progress and makes every later call
 // fail with ErrClosed.
 //
+// Close is owed: a File dropped without it is released by a cleanup when
+// the garbage collector finds it unreachable, as an os.File is (its
+// descriptor closed, so its space freed, its buffers freed or returned to
+// their Pool), but only then, which may be never in a program that
+// collects seldom: until then it holds its disk space and memory.
+//
 // Memory: the write buffers (Buffers × BufferSize, or what the Pool lends),
 // plus read buffers of 512 KiB (rounded up to whole write buffers),
 // allocated as reads need them and freed by Close: one per read waiting
@@ -87,7 +94,9 @@ type File struct {
 	// wait, and by readers only to look and copy, so that the writer,
 	// which takes it once per blob, never queues behind the readers'
 	// own bookkeeping. Not RWMutex: an RWMutex costs twice the atomics.
-	mu sync.Mutex
+	// Allocated apart, as rd is: the appender holds it, and what an
+	// unclosed File's cleanup holds must not point into the File.
+	mu *sync.Mutex
 	ap *appender.Appender
 	f  fallback.File
 
@@ -96,8 +105,36 @@ type File struct {
 	rmu     sync.Mutex
 	closed  bool // set with wmu and rmu held: either guards a read of it
 	reading sync.WaitGroup
-	rd      readState
+	rd      *readState
 	faults  direct.Injector
+	cleanup runtime.Cleanup // releases an unclosed File's resources; stopped by Close
+}
+
+// fileResources are what an unclosed File's cleanup releases. They do not
+// refer to the File, or it would never be unreachable.
+type fileResources struct {
+	ap *appender.Appender
+	rd *readState
+}
+
+// release frees what a File holds: its read buffers and queue, then,
+// through Discard, its write buffers and its descriptor, after the I/O in
+// flight. Nothing is written. Called by Close, with no reader left, or by
+// the cleanup, when none can be.
+func (r fileResources) release() error {
+	rd := r.rd
+	if rd.st.ahead {
+		rd.q.Await(rd.st.next.done)
+		rd.st.ahead = false
+	}
+	if rd.q != nil {
+		rd.q.Close()
+	}
+	for _, b := range rd.all {
+		b.Free()
+	}
+	rd.all, rd.free, rd.st.cur, rd.st.next, rd.recent = nil, nil, nil, nil, nil
+	return r.ap.Discard()
 }
 
 // readAheadSize is the size of each read buffer, rounded up to whole write
@@ -173,7 +210,13 @@ type stream struct {
 	aheadFinal int64
 }
 
-// Create creates a temporary file in dir.
+// Create creates a temporary file in dir that no other open can reach
+// and that is gone once closed: on Linux an unnamed one (O_TMPFILE), else
+// where the filesystem lacks it and on darwin and the BSDs one under a
+// random name unlinked at once, and on Windows one under a random name
+// deleted when its handle closes (through the page cache only there: a
+// policy demanding O_DIRECT fails with an error matching
+// direct.ErrNotSupported).
 func Create(dir string, o *Options) (*File, error) {
 	var opts Options
 	if o != nil {
@@ -187,8 +230,8 @@ func Create(dir string, o *Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := &File{f: f, faults: opts.Faults}
-	ao.Lock = &file.mu
+	file := &File{f: f, faults: opts.Faults, mu: new(sync.Mutex), rd: new(readState)}
+	ao.Lock = file.mu
 	ap, err := appender.New(f, ao)
 	if err != nil {
 		// The file has no name: closing it leaves nothing behind.
@@ -198,6 +241,7 @@ func Create(dir string, o *Options) (*File, error) {
 	file.ap = ap
 	file.rd.size = aligned.Up(readAheadSize, ap.BufferSize())
 	file.rd.tokens = make(chan struct{}, maxReads)
+	file.cleanup = runtime.AddCleanup(file, func(r fileResources) { r.release() }, fileResources{ap: ap, rd: file.rd})
 	return file, nil
 }
 
@@ -321,19 +365,8 @@ func (f *File) Close() error {
 	f.rmu.Unlock()
 	f.reading.Wait()
 	// Nobody else reads now: the read state is ours without the lock.
-	rd := &f.rd
-	if rd.st.ahead {
-		rd.q.Await(rd.st.next.done)
-		rd.st.ahead = false
-	}
-	if rd.q != nil {
-		rd.q.Close()
-	}
-	for _, b := range rd.all {
-		b.Free()
-	}
-	rd.all, rd.free, rd.st.cur, rd.st.next, rd.recent = nil, nil, nil, nil, nil
-	return f.ap.Discard()
+	f.cleanup.Stop()
+	return fileResources{ap: f.ap, rd: f.rd}.release()
 }
 
 // ReadAt reads len(p) bytes at off, from memory where the bytes are still
@@ -546,7 +579,7 @@ func (f *File) takeBuf() (*readBuf, error) {
 // budget the writers hold would never wake). There are at most
 // maxReads+3: one per token, the stream's two and the last random read.
 func (f *File) newBuf() (*readBuf, error) {
-	rd := &f.rd
+	rd := f.rd
 	if k := len(rd.free); k > 0 {
 		b := rd.free[k-1]
 		rd.free = rd.free[:k-1]

@@ -11,19 +11,21 @@ import (
 	"github.com/dio-storage/dio/fallback"
 )
 
-// createNamed creates a 0600 file under a random name in dir and unlinks it
-// before returning, so only the open descriptor keeps it.
-func createNamed(dir string, p fallback.Policy) (fallback.File, error) {
+// createNamed creates a 0600 file under a random name in dir, with flag
+// added to os.OpenFile's, and, when unlink is set, unlinks it before
+// returning, so that only the open descriptor keeps it. Windows cannot
+// unlink a file it holds open: there the flag deletes it on close instead.
+func createNamed(dir string, p fallback.Policy, flag int, unlink bool) (fallback.File, error) {
 	for range 10 {
 		var b [8]byte
 		rand.Read(b[:])
 		name := filepath.Join(dir, ".dio-ephemeral-"+hex.EncodeToString(b[:]))
-		f, err := fallback.Open(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600, p)
+		f, err := fallback.Open(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|flag, 0o600, p)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		if err != nil {
-			return nil, err
+		if err != nil || !unlink {
+			return f, err
 		}
 		if err := os.Remove(name); err != nil {
 			f.Close()

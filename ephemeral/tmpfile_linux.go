@@ -16,5 +16,5 @@ func createTemp(dir string, p fallback.Policy) (fallback.File, error) {
 	if err == nil || !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) {
 		return f, err
 	}
-	return createNamed(dir, p)
+	return createNamed(dir, p, 0, true)
 }

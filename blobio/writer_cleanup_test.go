@@ -1,0 +1,79 @@
+package blobio_test
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// openFDs counts the process's open descriptors, or returns -1 where
+// /proc/self/fd does not list them.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// collected runs the garbage collector until done reports true, for at
+// most five seconds (a cleanup runs on its own goroutine after the cycle
+// that finds its object unreachable), and returns done's last answer.
+func collected(done func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		runtime.GC()
+		if done() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return done()
+}
+
+// A Writer dropped without Close gives its Pool buffers back, closes its
+// descriptor and stops its engine's goroutines once it is collected, and
+// writes nothing more: its buffered blob never reaches the file.
+func TestUnclosedWriterReleased(t *testing.T) {
+	for _, p := range testenv.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, 4*aligned.DefaultBlockSize)
+			require.NoError(t, err)
+			defer pool.Close()
+			dir := testenv.Dir(t)
+			// A first Writer sets up what the process keeps (io_uring's
+			// shared rings), so that the counts below are the Writer's own.
+			w, err := blobio.Create(filepath.Join(dir, "warm-up"), &blobio.Options{IO: p})
+			require.NoError(t, err)
+			require.NoError(t, w.Close())
+			path := filepath.Join(dir, "dropped")
+			fds, goroutines := openFDs(), runtime.NumGoroutine()
+
+			func() {
+				w, err := blobio.Create(path, &blobio.Options{IO: p, Pool: pool, Compression: blobio.Zstd})
+				require.NoError(t, err)
+				_, err = w.WriteBlob([]byte("never closed"))
+				require.NoError(t, err)
+				require.Equal(t, 1, pool.Stats().InUse)
+			}()
+
+			require.True(t, collected(func() bool { return pool.Stats().InUse == 0 }),
+				"the dropped Writer's pool buffer was never returned")
+			require.True(t, collected(func() bool { return openFDs() <= fds }),
+				"descriptors: %d open, %d before", openFDs(), fds)
+			testenv.WaitGoroutines(t, goroutines)
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.NotContains(t, string(b), "never closed", "a cleanup must not flush (file of %d bytes)", fi.Size())
+		})
+	}
+}
