@@ -85,9 +85,11 @@ const (
 // Memory: a read that fits 16 KiB takes one of at most 128 small buffers
 // (2 MiB), a larger one one of at most 32 buffers of MergeSize plus a
 // block (4.1 MiB with 4 KiB blocks); a blob longer than that gets a buffer
-// of its own for the read. So a Reader's read memory is at most reads in
-// flight x read size, bounded by 6.1 MiB plus its largest blobs in flight;
-// buffers are allocated as reads need them and freed by Close.
+// of its own for the read. So a Reader keeps at most 6.1 MiB of read
+// buffers, allocated as reads need them and freed by Close; beyond them,
+// a ReadBlob or ReadAt that finds every buffer in use gets one for itself,
+// freed when it returns, rather than wait. Its read memory is reads in
+// flight x read size.
 //
 // A Reader opened with Options.Size reads the file as if it were that long;
 // otherwise it reads the file's size, but a Scanner stops at the first 0x00
@@ -229,7 +231,7 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	lo := aligned.Down(off, r.align)
 	hi := r.readEnd(lo, off+r.guess.Load())
 	pool := r.pool(hi - lo)
-	b, err := pool.get()
+	b, err := pool.getAny()
 	if err != nil {
 		return dst[:0], err
 	}

@@ -27,7 +27,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	if rest := r.size - off; int64(len(p)) >= rest {
 		want, atEnd = p[:rest], true
 	}
-	b, err := r.large.get()
+	b, err := r.large.getAny()
 	if err != nil {
 		return 0, err
 	}

@@ -38,9 +38,8 @@ func (e *BlobError) Unwrap() error { return e.Err }
 // anything is read), a failed read, a corrupt header or a blob running past
 // the end, or an error fn returns. ReadBlobs then waits for its reads in
 // flight and returns the error as a *BlobError naming the offset and its
-// index. fn must not call Close. It may call ReadBlob: a ReadBlobs call
-// holds at most half of the Reader's buffers, so with one call in progress
-// fn's reads always find one; with several, they wait for theirs.
+// index. fn must not call Close. It may call ReadBlob and ReadAt, which
+// never wait for a buffer that a ReadBlobs call holds.
 func (r *Reader) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error {
 	if err := r.acquire(); err != nil {
 		return err

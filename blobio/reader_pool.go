@@ -10,6 +10,7 @@ import (
 type readBuf struct {
 	buf  *aligned.Buffer
 	done chan direct.Completion
+	temp bool // made for one read beyond the pool's buffers: freed by put
 }
 
 // A bufPool hands out at most cap(tokens) readBufs of one size, allocated
@@ -43,13 +44,32 @@ func (p *bufPool) get() (*readBuf, error) {
 // tryGet returns a buffer if one is free or may still be made, else nil.
 func (p *bufPool) tryGet() (*readBuf, error) {
 	select {
-	case b := <-p.idle:
+	case b := <-p.idle: // an idle buffer first: a select would pick at random
 		return b, nil
+	default:
+	}
+	select {
 	case p.tokens <- struct{}{}:
 		return p.alloc()
 	default:
 		return nil, nil
 	}
+}
+
+// getAny returns a pooled buffer if one is free or may still be made, else
+// one made for this read alone. ReadBlob and ReadAt take theirs this way,
+// so that they never wait for a buffer a ReadBlobs caller holds while its
+// fn runs: two ReadBlobs whose fns read again would otherwise wait for
+// each other for ever.
+func (p *bufPool) getAny() (*readBuf, error) {
+	if b, err := p.tryGet(); b != nil || err != nil {
+		return b, err
+	}
+	buf, err := aligned.New(p.size, p.align)
+	if err != nil {
+		return nil, err
+	}
+	return &readBuf{buf: buf, done: make(chan direct.Completion, 1), temp: true}, nil
 }
 
 func (p *bufPool) alloc() (*readBuf, error) {
@@ -62,7 +82,13 @@ func (p *bufPool) alloc() (*readBuf, error) {
 }
 
 // put returns b. It never blocks: idle has room for every buffer.
-func (p *bufPool) put(b *readBuf) { p.idle <- b }
+func (p *bufPool) put(b *readBuf) {
+	if b.temp {
+		b.buf.Free()
+		return
+	}
+	p.idle <- b
+}
 
 // close frees the idle buffers. The caller makes sure none is in use.
 func (p *bufPool) close() {

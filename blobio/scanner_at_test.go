@@ -2,6 +2,7 @@ package blobio_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -217,4 +219,50 @@ func TestScannerReaderAt(t *testing.T) {
 	for s.Scan() {
 	}
 	require.ErrorIs(t, s.Err(), io.ErrUnexpectedEOF, "a source shorter than its size")
+}
+
+// TestReadBlobsReentrant: ReadBlobs calls whose fn reads again, from
+// several goroutines at once, never wait for each other's buffers (each
+// call holds up to half of the Reader's; two of them held all).
+func TestReadBlobsReentrant(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "re.blob")
+	w, err := blobio.Create(path, nil)
+	require.NoError(t, err)
+	var offs []int64
+	for i := range 400 {
+		off, err := w.WriteBlob(content(i, 20<<10)) // each its own large read
+		require.NoError(t, err)
+		offs = append(offs, off)
+	}
+	require.NoError(t, w.Close())
+	r, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+
+	done := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			var one []byte
+			at := make([]byte, 100)
+			done <- r.ReadBlobs(offs, func(i int, blob []byte) error {
+				var err error
+				if one, err = r.ReadBlob(offs[(i+g)%len(offs)], one); err != nil {
+					return err
+				}
+				if !bytes.Equal(content((i+g)%len(offs), 20<<10), one) || !bytes.Equal(content(i, 20<<10), blob) {
+					return fmt.Errorf("blob %d differs", i)
+				}
+				_, err = r.ReadAt(at, offs[i])
+				return err
+			})
+		}()
+	}
+	for range 4 {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(60 * time.Second):
+			t.Fatal("ReadBlobs whose fn reads again waited for each other")
+		}
+	}
 }
