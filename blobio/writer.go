@@ -257,7 +257,11 @@ func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	return w.ap.WriteRecord(hdr, data)
+	off, err = w.ap.WriteRecord(hdr, data)
+	// w must outlive the appender's work: its cleanup releases the
+	// appender once w is unreachable, which could be mid-call.
+	runtime.KeepAlive(w)
+	return off, err
 }
 
 // Sync makes every blob written so far durable: it writes the buffered
@@ -270,7 +274,9 @@ func (w *Writer) Sync() error {
 	if w.closed {
 		return ErrClosed
 	}
-	return w.ap.Sync()
+	err := w.ap.Sync()
+	runtime.KeepAlive(w) // as in WriteBlob
+	return err
 }
 
 // Close flushes, pads and writes the last block, truncates the file to its

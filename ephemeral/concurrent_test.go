@@ -617,3 +617,20 @@ func TestCreateContext(t *testing.T) {
 	require.NoError(t, f.Close())
 	assert.Equal(t, 0, pool.Stats().InUse, "the pool is whole again")
 }
+
+// TestReadBlobCorruptOffset: a corrupt header is a *blobio.CorruptError at
+// the blob's offset in the file, where a caller could cut.
+func TestReadBlobCorruptOffset(t *testing.T) {
+	f, err := ephemeral.Create(testenv.Dir(t), nil)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.Write([]byte{2, 'o', 'k', 0xa0, 0, 0, 1, 0x90, 0, 0, 1, 7})
+	require.NoError(t, err)
+	for _, off := range []int64{3, 7} {
+		_, err := f.ReadBlob(off, nil)
+		var ce *blobio.CorruptError
+		require.ErrorAs(t, err, &ce, "at %d", off)
+		assert.Equal(t, off, ce.Off, "%v", err)
+		assert.ErrorIs(t, err, blobio.ErrCorrupt)
+	}
+}

@@ -414,11 +414,15 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		n += k
 		hs, size, c, err = blobio.DecodeHeader(h[:n])
 	}
-	if err != nil {
+	var ce *blobio.CorruptError
+	switch {
+	case errors.As(err, &ce):
+		// DecodeHeader's offsets are its input's: make them the file's.
+		return dst[:0], &blobio.CorruptError{Off: off + ce.Off, Reason: ce.Reason, Err: ce.Err}
+	case err != nil:
 		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %w", off, err)
-	}
-	if c != blobio.None {
-		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %w: compressed, and this file never compresses", off, blobio.ErrCorrupt)
+	case c != blobio.None:
+		return dst[:0], &blobio.CorruptError{Off: off, Reason: "compressed, and an ephemeral file never compresses"}
 	}
 	// Check the claimed size before allocating for it: a corrupt header
 	// may claim 256 MiB in a file of 1 KiB.

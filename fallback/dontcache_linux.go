@@ -99,7 +99,7 @@ func pwriteDontCache(f *os.File, p []byte, off int64) (int, error) {
 			if werr == nil && m == 0 {
 				werr = io.ErrShortWrite
 			}
-			n += m
+			n += max(m, 0) // a failed call returns -1
 		}
 		return true
 	})
