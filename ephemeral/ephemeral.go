@@ -155,7 +155,7 @@ const maxReads = 16
 const minRead = 8 << 10
 
 // streamHold is how long the sequential window stays its reader's after
-// its last use, before a reader that looks sequential elsewhere may take
+// its last move, before a reader that looks sequential elsewhere may take
 // it: longer than a runnable goroutine waits for a CPU on a loaded
 // machine. With a count of 32 random reads instead, a scan on tmpfs beside
 // 8 random readers lost its window all the time (TestRandomReadersKeep-
@@ -414,13 +414,9 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		n += k
 		hs, size, c, err = blobio.DecodeHeader(h[:n])
 	}
-	var ce *blobio.CorruptError
 	switch {
-	case errors.As(err, &ce):
-		// DecodeHeader's offsets are its input's: make them the file's.
-		return dst[:0], &blobio.CorruptError{Off: off + ce.Off, Reason: ce.Reason, Err: ce.Err}
 	case err != nil:
-		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %w", off, err)
+		return dst[:0], blobError(off, err)
 	case c != blobio.None:
 		return dst[:0], &blobio.CorruptError{Off: off, Reason: "compressed, and an ephemeral file never compresses"}
 	}
@@ -489,8 +485,9 @@ func (r *reader) read(p []byte, off, want, size int64) (int, error) {
 			continue
 		}
 		if k := f.rd.st.cur.copy(dst, pos); k > 0 {
+			// No time.Now here: it cost a tenth of a scan's CPU. The
+			// window's time is that of its last move (see streamHold).
 			pos += int64(k)
-			f.rd.st.used = time.Now()
 			continue
 		}
 		if k := f.rd.recent.copy(dst, pos); k > 0 {
@@ -744,4 +741,15 @@ func (f *File) startAhead() {
 	if err == nil {
 		st.ahead, st.aheadOff, st.aheadFinal = true, at, final
 	}
+}
+
+// blobError names the blob at off in err, which DecodeHeader returned: a
+// corruption becomes a *blobio.CorruptError at off in the file.
+func blobError(off int64, err error) error {
+	var ce *blobio.CorruptError
+	if errors.As(err, &ce) {
+		// DecodeHeader's offsets are its input's: make them the file's.
+		return &blobio.CorruptError{Off: off + ce.Off, Reason: ce.Reason, Err: ce.Err}
+	}
+	return fmt.Errorf("ephemeral: blob at %d: %w", off, err)
 }
