@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,8 +68,25 @@ func loopDev(t *testing.T, fstype string, size int64) (mnt, dev string) {
 	mnt = filepath.Join(dir, "mnt")
 	require.NoError(t, os.Mkdir(mnt, 0o755))
 	require.NoError(t, unix.Mount(dev, mnt, fstype, 0, ""))
-	t.Cleanup(func() { unix.Unmount(mnt, 0) })
+	t.Cleanup(func() { unmount(t, mnt) })
 	return mnt, dev
+}
+
+// unmount unmounts mnt, retrying while a file the test left open keeps it
+// busy (a failed test may not have closed its writer), and detaches it
+// lazily as a last resort, so that no mount or loop device outlives the
+// test; the loop device goes with it (losetup -d set autoclear).
+func unmount(t *testing.T, mnt string) {
+	var err error
+	for range 20 {
+		if err = unix.Unmount(mnt, 0); err == nil || err == unix.EINVAL {
+			return // EINVAL: not mounted (the test unmounted it)
+		}
+		runtime.GC() // an unclosed writer's cleanup closes its file
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("unmounting %s: %v; detaching it lazily", mnt, err)
+	unix.Unmount(mnt, unix.MNT_DETACH)
 }
 
 // TestDiskFull fills a real small disk through a blob writer: the error is
