@@ -127,12 +127,8 @@ func Create(path string, o *Options) (*Writer, error) {
 // create is Create with the directory's fsync as a parameter, for a test
 // to count.
 func create(path string, o *Options, dirSync func(dir string) error) (*Writer, error) {
-	var opts Options
-	if o != nil {
-		opts = *o
-	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults, Context: opts.Context}
-	if err := validate(opts, ao); err != nil {
+	opts, ao, err := writerOptions(o)
+	if err != nil {
 		return nil, err
 	}
 	f, err := fallback.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts.IO)
@@ -169,12 +165,8 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 // missing file, one matching fs.ErrNotExist. Options are those of Create
 // (Options.Size is ignored).
 func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
-	var opts Options
-	if o != nil {
-		opts = *o
-	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults, Context: opts.Context}
-	if err := validate(opts, ao); err != nil {
+	opts, ao, err := writerOptions(o)
+	if err != nil {
 		return nil, err
 	}
 	if size < 0 {
@@ -206,6 +198,18 @@ func newWriter(f fallback.File, ap *appender.Appender, opts Options) (*Writer, e
 		}
 	}
 	return w, nil
+}
+
+// writerOptions returns o (nil: defaults) and the appender's Options it
+// makes, refusing them before any file is created, for Create and
+// OpenAppend alike.
+func writerOptions(o *Options) (Options, appender.Options, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults, Context: opts.Context}
+	return opts, ao, validate(opts, ao)
 }
 
 // validate refuses Options before any file is created.
