@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,30 +12,6 @@ import (
 	"github.com/dio-storage/dio/blobio"
 	"github.com/dio-storage/dio/internal/testenv"
 )
-
-// openFDs counts the process's open descriptors, or returns -1 where
-// /proc/self/fd does not list them.
-func openFDs() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
-// collected runs the garbage collector until done reports true, for at
-// most five seconds (a cleanup runs on its own goroutine after the cycle
-// that finds its object unreachable), and returns done's last answer.
-func collected(done func() bool) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		runtime.GC()
-		if done() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return done()
-}
 
 // A Writer dropped without Close gives its Pool buffers back, closes its
 // descriptor and stops its engine's goroutines once it is collected, and
@@ -54,7 +29,7 @@ func TestUnclosedWriterReleased(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, w.Close())
 			path := filepath.Join(dir, "dropped")
-			fds, goroutines := openFDs(), runtime.NumGoroutine()
+			fds, goroutines := testenv.OpenFDs(), runtime.NumGoroutine()
 
 			func() {
 				w, err := blobio.Create(path, &blobio.Options{IO: p, Pool: pool, Compression: blobio.Zstd})
@@ -64,10 +39,10 @@ func TestUnclosedWriterReleased(t *testing.T) {
 				require.Equal(t, 1, pool.Stats().InUse)
 			}()
 
-			require.True(t, collected(func() bool { return pool.Stats().InUse == 0 }),
+			require.True(t, testenv.Collected(func() bool { return pool.Stats().InUse == 0 }),
 				"the dropped Writer's pool buffer was never returned")
-			require.True(t, collected(func() bool { return openFDs() <= fds }),
-				"descriptors: %d open, %d before", openFDs(), fds)
+			require.True(t, testenv.Collected(func() bool { return testenv.OpenFDs() <= fds }),
+				"descriptors: %d open, %d before", testenv.OpenFDs(), fds)
 			testenv.WaitGoroutines(t, goroutines)
 			fi, err := os.Stat(path)
 			require.NoError(t, err)

@@ -2,10 +2,8 @@ package ephemeral_test
 
 import (
 	"io"
-	"os"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,30 +11,6 @@ import (
 	"github.com/dio-storage/dio/ephemeral"
 	"github.com/dio-storage/dio/internal/testenv"
 )
-
-// openFDs counts the process's open descriptors, or returns -1 where
-// /proc/self/fd does not list them.
-func openFDs() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
-// collected runs the garbage collector until done reports true, for at
-// most five seconds (a cleanup runs on its own goroutine after the cycle
-// that finds its object unreachable), and returns done's last answer.
-func collected(done func() bool) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		runtime.GC()
-		if done() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return done()
-}
 
 // A File dropped without Close, after writes and reads from the disk,
 // gives its Pool buffer back, closes its descriptor and stops its engines'
@@ -53,7 +27,7 @@ func TestUnclosedFileReleased(t *testing.T) {
 			f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p})
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
-			fds, goroutines := openFDs(), runtime.NumGoroutine()
+			fds, goroutines := testenv.OpenFDs(), runtime.NumGoroutine()
 
 			func() {
 				f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p, Pool: pool})
@@ -74,10 +48,10 @@ func TestUnclosedFileReleased(t *testing.T) {
 				require.NotZero(t, pool.Stats().InUse)
 			}()
 
-			require.True(t, collected(func() bool { return pool.Stats().InUse == 0 }),
+			require.True(t, testenv.Collected(func() bool { return pool.Stats().InUse == 0 }),
 				"the dropped File's pool buffers were never returned")
-			require.True(t, collected(func() bool { return openFDs() <= fds }),
-				"descriptors: %d open, %d before", openFDs(), fds)
+			require.True(t, testenv.Collected(func() bool { return testenv.OpenFDs() <= fds }),
+				"descriptors: %d open, %d before", testenv.OpenFDs(), fds)
 			testenv.WaitGoroutines(t, goroutines)
 		})
 	}

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -30,4 +31,28 @@ func WaitGoroutines(t testing.TB, n int) {
 	if got := runtime.NumGoroutine(); got > n {
 		t.Errorf("goroutines leaked: %d, want at most %d", got, n)
 	}
+}
+
+// OpenFDs counts the process's open descriptors, or returns -1 where
+// /proc/self/fd does not list them.
+func OpenFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// Collected runs the garbage collector until done reports true, for at
+// most five seconds (a cleanup runs on its own goroutine after the cycle
+// that finds its object unreachable), and returns done's last answer.
+func Collected(done func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		runtime.GC()
+		if done() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return done()
 }
