@@ -354,12 +354,16 @@ func TestReadBlobsMatchesReadBlob(t *testing.T) {
 	}
 }
 
-// readCounter counts the reads an engine is asked for, injecting nothing.
-type readCounter struct{ reads atomic.Int64 }
+// opCounter is an Injector that counts the calls of one operation an
+// engine is asked for, injecting nothing.
+type opCounter struct {
+	op direct.Op
+	n  atomic.Int64
+}
 
-func (c *readCounter) Inject(op direct.Op, off int64, n int) (direct.Fault, bool) {
-	if op == direct.OpRead {
-		c.reads.Add(1)
+func (c *opCounter) Inject(op direct.Op, off int64, n int) (direct.Fault, bool) {
+	if op == c.op {
+		c.n.Add(1)
 	}
 	return direct.Fault{}, false
 }
@@ -388,7 +392,7 @@ func TestReadBlobsMerges(t *testing.T) {
 	}
 	require.NoError(t, w.Close())
 
-	var c readCounter
+	c := opCounter{op: direct.OpRead}
 	r, err := blobio.Open(path, &blobio.Options{Faults: &c})
 	require.NoError(t, err)
 	defer r.Close()
@@ -397,7 +401,7 @@ func TestReadBlobsMerges(t *testing.T) {
 		require.NoError(t, err)
 	}
 	count := func(offs []int64) int64 {
-		before := c.reads.Load()
+		before := c.n.Load()
 		n := 0
 		err := r.ReadBlobs(offs, func(i int, blob []byte) error {
 			n++
@@ -408,7 +412,7 @@ func TestReadBlobsMerges(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.Equal(t, len(offs), n)
-		return c.reads.Load() - before - int64(len(offs)) // minus fn's ReadBlobs
+		return c.n.Load() - before - int64(len(offs)) // minus fn's ReadBlobs
 	}
 	assert.LessOrEqual(t, count(small), int64(2), "200 blobs of 101 bytes in a row")
 	assert.Equal(t, int64(len(far)), count(far), "blobs 64 KiB apart")

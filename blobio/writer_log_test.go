@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -18,16 +17,6 @@ import (
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-// syncCounter is an Injector that counts fdatasyncs.
-type syncCounter struct{ n atomic.Int64 }
-
-func (c *syncCounter) Inject(op direct.Op, off int64, n int) (direct.Fault, bool) {
-	if op == direct.OpSync {
-		c.n.Add(1)
-	}
-	return direct.Fault{}, false
-}
-
 // TestLog: goroutines append at once through a Log; each blob is durable
 // (Synced covers it) when Append returns, fewer fdatasyncs than blobs ran,
 // and after Close every blob reads back at its offset.
@@ -36,7 +25,7 @@ func TestLog(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			path := filepath.Join(testenv.Dir(t), "log.blob")
-			syncs := &syncCounter{}
+			syncs := &opCounter{op: direct.OpSync}
 			w, err := blobio.Create(path, &blobio.Options{IO: p, BufferSize: 8192, Buffers: 4, Faults: syncs})
 			require.NoError(t, err)
 			l := blobio.NewLog(w)
