@@ -3,6 +3,7 @@ package appender
 import (
 	"bytes"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,7 +45,8 @@ func TestLockGuardsCached(t *testing.T) {
 					want[i] = byte(rng.Uint32())
 				}
 				var done atomic.Bool
-				var looks, hits int
+				var looks atomic.Int64 // the writer waits on it now and then
+				var hits int
 				var wg sync.WaitGroup
 				wg.Go(func() {
 					r := rand.New(rand.NewPCG(8, 8))
@@ -54,7 +56,7 @@ func TestLockGuardsCached(t *testing.T) {
 						if size > 0 {
 							off := size - 1 - r.Int64N(min(size, 64<<10))
 							mem, next := a.Cached(off)
-							looks++
+							looks.Add(1)
 							switch {
 							case mem != nil:
 								hits++
@@ -68,11 +70,19 @@ func TestLockGuardsCached(t *testing.T) {
 						mu.Unlock()
 					}
 				})
-				for pos := 0; pos < len(want); {
+				for i, pos := 0, 0; pos < len(want); i++ {
 					n := min(1+rng.IntN(3000), len(want)-pos)
 					k, err := a.Write(want[pos : pos+n])
 					require.NoError(t, err)
 					pos += k
+					if i%32 == 0 {
+						// Let the reader in: on a fast file (ramfs,
+						// tmpfs) the writer could otherwise finish
+						// before it is first scheduled.
+						for seen := looks.Load(); looks.Load() == seen; {
+							runtime.Gosched()
+						}
+					}
 					if rng.IntN(40) == 0 {
 						require.NoError(t, a.Flush())
 					}
@@ -81,7 +91,7 @@ func TestLockGuardsCached(t *testing.T) {
 				done.Store(true)
 				wg.Wait()
 				assert.Positive(t, hits)
-				t.Logf("%d looks, %d in memory", looks, hits)
+				t.Logf("%d looks, %d in memory", looks.Load(), hits)
 			})
 		}
 	}
