@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/internal/ingest"
 )
 
 // BenchResult is one run; -json prints one per line.

@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
-	"github.com/dio-storage/dio/internal/ingest"
 )
 
 // The read section's shape, from issue 13's targets: one reader and 16

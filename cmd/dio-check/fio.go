@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dio-storage/dio/internal/ingest"
+	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
 )
 
 // fioEngine names the reference row: fio writing as many bytes with

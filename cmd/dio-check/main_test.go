@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dio-storage/dio/internal/ingest"
+	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 

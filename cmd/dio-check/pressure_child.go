@@ -16,8 +16,8 @@ import (
 
 	"github.com/dio-storage/dio/blobio"
 	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
+	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/internal/ingest"
 )
 
 // The co-tenant's and the ingest's shapes, from the issue: 4 KiB random
