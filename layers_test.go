@@ -1,0 +1,204 @@
+package dio_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// layers are the module's production packages, lowest first, as DESIGN.md
+// and the README draw them: a package imports only packages of the layers
+// before its own, so the arrows point down the list. A pattern ending in
+// "/..." is every package under that directory, and they share one layer.
+var layers = []string{
+	"aligned",
+	"direct",
+	"faults", // fault injection through direct's queue engines
+	"fallback",
+	"internal/appender",
+	"blobio",
+	"ephemeral",
+	"cmd/dio-check/internal/...", // dio-check's own: cgroup, and ingest, the bench workload
+	"cmd/dio-check",
+}
+
+// testSupport are the packages that exist for tests: they may import any
+// production layer (below cmd), and no production package imports them.
+var testSupport = []string{
+	"internal/testenv",     // test directories, the filesystem matrix's environment
+	"internal/filetest",    // the file conformance suite direct and fallback share
+	"internal/reliability", // crash, full-disk and load tests; no code but tests
+}
+
+// TestLayers fails when a non-test file of the module imports a package at
+// or above its own layer, or a test support package, or when a package is in
+// no layer: a new package takes its place in the list above.
+func TestLayers(t *testing.T) {
+	// The module's internal/ holds what the layers above share, not what
+	// uses them: nothing there may import blobio, ephemeral or the command.
+	for i, l := range layers {
+		if strings.HasPrefix(l, "internal/") && i >= slices.Index(layers, "blobio") {
+			t.Errorf("layer %s is above blobio: a package that imports blobio or ephemeral lives beside its user, not in internal/", l)
+		}
+	}
+	problems, err := checkLayers(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// TestLayersCatches runs the check on a small tree with one import that
+// points up and one package in no layer, so that TestLayers can fail.
+func TestLayersCatches(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/m\n\ngo 1.26\n")
+	write("aligned/a.go", "package aligned\n")
+	write("direct/d.go", "package direct\n\nimport _ \"example.com/m/aligned\"\n")
+	write("direct/d_test.go", "package direct\n\nimport _ \"example.com/m/blobio\"\n") // tests may
+	write("fallback/f_linux.go", "package fallback\n\nimport _ \"example.com/m/blobio\"\n")
+	write("blobio/b.go", "package blobio\n\nimport _ \"example.com/m/internal/testenv\"\n")
+	write("internal/testenv/e.go", "package testenv\n\nimport _ \"example.com/m/blobio\"\n")
+	write("internal/ingest/i.go", "package ingest\n")
+	write("blobio/testdata/x.go", "package x\n\nimport _ \"example.com/m/cmd/dio-check\"\n")
+
+	problems, err := checkLayers(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"blobio/b.go imports internal/testenv, which is test support",
+		"fallback/f_linux.go imports blobio, which is not below it (fallback is layer 3, blobio layer 5)",
+		"internal/ingest is in no layer: give it one in layers_test.go",
+	}
+	if !slices.Equal(problems, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// checkLayers parses the imports of every non-test Go file under root, a
+// module's directory, whatever its build constraints, and returns each
+// import that breaks the layering.
+func checkLayers(root string) ([]string, error) {
+	module, err := modulePath(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	misplaced := map[string]bool{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		pkg := path.Dir(rel)
+		rank, support := layerOf(pkg)
+		if rank < 0 && !support {
+			if !misplaced[pkg] {
+				misplaced[pkg] = true
+				problems = append(problems, pkg+" is in no layer: give it one in layers_test.go")
+			}
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, spec := range f.Imports {
+			imp, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return err
+			}
+			dep, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue // outside the module
+			}
+			depRank, depSupport := layerOf(dep)
+			switch {
+			case depSupport && !support:
+				problems = append(problems, fmt.Sprintf("%s imports %s, which is test support", rel, dep))
+			case depSupport:
+			case support && depRank == len(layers)-1:
+				problems = append(problems, fmt.Sprintf("%s imports %s, the command", rel, dep))
+			case support:
+			case depRank < 0:
+				problems = append(problems, fmt.Sprintf("%s imports %s, which is in no layer", rel, dep))
+			case depRank >= rank:
+				problems = append(problems, fmt.Sprintf("%s imports %s, which is not below it (%s is layer %d, %s layer %d)", rel, dep, pkg, rank, dep, depRank))
+			}
+		}
+		return nil
+	})
+	slices.Sort(problems)
+	return problems, err
+}
+
+// layerOf returns pkg's index in layers, or -1, and whether it is test
+// support.
+func layerOf(pkg string) (rank int, support bool) {
+	if slices.Contains(testSupport, pkg) {
+		return -1, true
+	}
+	for i, l := range layers {
+		if dir, ok := strings.CutSuffix(l, "/..."); ok && strings.HasPrefix(pkg, dir+"/") || pkg == l {
+			return i, false
+		}
+	}
+	return -1, false
+}
+
+// modulePath reads the module line of a go.mod.
+func modulePath(gomod string) (string, error) {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
+			return strings.Trim(strings.TrimSpace(m), `"`), nil
+		}
+	}
+	if err := s.Err(); err != nil {
+		return "", err
+	}
+	return "", errors.New(gomod + ": no module line")
+}
