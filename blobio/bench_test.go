@@ -25,7 +25,7 @@ import (
 func BenchmarkWriter(b *testing.B) {
 	for _, value := range []int{100, 8 << 10} {
 		for _, buffer := range []int{8 << 10, 64 << 10, 256 << 10} {
-			for _, e := range testenv.Engines {
+			for _, e := range testenv.Engines() {
 				name := fmt.Sprintf("value=%s/buffer=%s/engine=%s", testenv.SizeName(value), testenv.SizeName(buffer), e.Name)
 				b.Run(name, func(b *testing.B) { benchWriter(b, value, buffer, e.Policy) })
 			}
@@ -72,7 +72,7 @@ func benchWriter(b *testing.B, value, buffer int, p fallback.Policy) {
 
 // BenchmarkScanner scans a 32 MiB file of 100-byte blobs per iteration.
 func BenchmarkScanner(b *testing.B) {
-	for _, e := range testenv.Engines {
+	for _, e := range testenv.Engines() {
 		b.Run("engine="+e.Name, func(b *testing.B) {
 			if e.Policy == fallback.Direct {
 				if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
@@ -192,7 +192,7 @@ func openReadBench(b *testing.B, path string, p fallback.Policy) *blobio.Reader 
 func BenchmarkRead(b *testing.B) {
 	path, n := readBenchFile(b)
 	for _, readers := range []int{1, 4, 16, 64} {
-		for _, e := range testenv.Engines {
+		for _, e := range testenv.Engines() {
 			b.Run(fmt.Sprintf("readers=%d/engine=%s", readers, e.Name), func(b *testing.B) {
 				r := openReadBench(b, path, e.Policy)
 				defer r.Close()
@@ -265,7 +265,7 @@ func runReaders(b *testing.B, readers int, read func(*rand.Rand, []byte) ([]byte
 func BenchmarkReadBlobs(b *testing.B) {
 	path, n := readBenchFile(b)
 	const batch = 64
-	for _, e := range testenv.Engines {
+	for _, e := range testenv.Engines() {
 		b.Run(fmt.Sprintf("batch=%d/engine=%s", batch, e.Name), func(b *testing.B) {
 			r := openReadBench(b, path, e.Policy)
 			defer r.Close()
@@ -299,7 +299,7 @@ func BenchmarkReadBlobs(b *testing.B) {
 // ratio of the two (x-pread) is what separate runs cannot measure.
 func BenchmarkReadPaired(b *testing.B) {
 	path, n := readBenchFile(b)
-	for _, e := range testenv.Engines[1:] {
+	for _, e := range testenv.Engines()[1:] {
 		b.Run("engine="+e.Name, func(b *testing.B) {
 			r := openReadBench(b, path, e.Policy)
 			defer r.Close()

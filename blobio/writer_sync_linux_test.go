@@ -27,7 +27,7 @@ const logRecord = 150
 func BenchmarkSyncEvery(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("n=%d/engine=os.File", n), func(b *testing.B) { benchSyncEveryFile(b, n) })
-		for _, e := range testenv.Engines {
+		for _, e := range testenv.Engines() {
 			b.Run(fmt.Sprintf("n=%d/engine=%s", n, e.Name), func(b *testing.B) { benchSyncEvery(b, n, e.Policy) })
 		}
 	}
@@ -150,7 +150,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			}
 			benchGroupCommit(b, writers, c)
 		})
-		for _, e := range testenv.Engines {
+		for _, e := range testenv.Engines() {
 			b.Run(fmt.Sprintf("writers=%d/engine=%s", writers, e.Name), func(b *testing.B) {
 				w, err := blobio.Create(filepath.Join(testenv.Dir(b), "log"), &blobio.Options{IO: e.Policy})
 				if errors.Is(err, direct.ErrNotSupported) {

@@ -21,7 +21,7 @@ func BenchmarkEphemeral(b *testing.B) {
 	for _, reader := range []bool{false, true} {
 		for _, value := range []int{100, 8 << 10} {
 			for _, buffer := range []int{8 << 10, 64 << 10} {
-				for _, e := range testenv.Engines {
+				for _, e := range testenv.Engines() {
 					name := fmt.Sprintf("value=%s/buffer=%s/engine=%s", testenv.SizeName(value), testenv.SizeName(buffer), e.Name)
 					if reader {
 						name = "reader/" + name
@@ -105,7 +105,7 @@ func readRecent(f *ephemeral.File, value int, stop <-chan struct{}) {
 // with their number (each waits for the device on its own).
 func BenchmarkWriterBesideReaders(b *testing.B) {
 	for _, readers := range []int{0, 1, 16} {
-		for _, e := range testenv.Engines {
+		for _, e := range testenv.Engines() {
 			b.Run(fmt.Sprintf("readers=%d/engine=%s", readers, e.Name), func(b *testing.B) {
 				benchWriterBesideReaders(b, readers, e.Policy)
 			})

@@ -57,7 +57,7 @@ func benchFlags() (*flag.FlagSet, *benchOptions) {
 	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per run")
 	fs.Var(&o.size, "size", "payload `bytes` to ingest per run (the read workload's blob file: "+sizeName(readFileSize)+" unless -size is given)")
-	fs.StringVar(&o.workloads, "workload", strings.Join(append(slices.Clone(ingest.Workloads), ingest.Read), ","), "workloads, comma-separated")
+	fs.StringVar(&o.workloads, "workload", strings.Join(append(ingest.Workloads(), ingest.Read), ","), "workloads, comma-separated")
 	fs.DurationVar(&o.duration, "duration", time.Second, "how long each read row reads")
 	fs.Var(&o.value, "value", "`bytes` per value, 1B to "+sizeName(maxValue))
 	fs.Var(&o.buffers, "buffers", "buffer `sizes`, comma-separated, multiples of 512 bytes")
@@ -113,10 +113,10 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		switch w = strings.TrimSpace(w); {
 		case w == ingest.Read:
 			withRead = true
-		case slices.Contains(ingest.Workloads, w):
+		case slices.Contains(ingest.Workloads(), w):
 			workloads = append(workloads, w)
 		default:
-			return bad(fmt.Sprintf("-workload: %q is none of %s, %s", w, strings.Join(ingest.Workloads, ", "), ingest.Read))
+			return bad(fmt.Sprintf("-workload: %q is none of %s, %s", w, strings.Join(ingest.Workloads(), ", "), ingest.Read))
 		}
 	}
 	if o.duration <= 0 {
@@ -142,7 +142,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		fmt.Fprintln(stderr, "dio-check: fio not found: no reference row (apt-get install fio)")
 		o.fio = false
 	}
-	steps := o.runs * len(workloads) * len(buffers) * len(ingest.Engines)
+	steps := o.runs * len(workloads) * len(buffers) * len(ingest.Engines())
 	if o.fio && slices.Contains(workloads, ingest.SeqNoDelta) {
 		steps += o.runs * len(buffers)
 	}
@@ -168,7 +168,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	for run := range o.runs {
 		for _, w := range workloads {
 			for _, buf := range buffers {
-				for _, e := range ingest.Engines {
+				for _, e := range ingest.Engines() {
 					if _, ok := skipped[e.Name]; ok {
 						progress.skip()
 						continue
@@ -259,12 +259,12 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 		slices.Sort(v)
 		return v[len(v)/2], pc, true
 	}
-	for _, wl := range ingest.Workloads {
+	for _, wl := range ingest.Workloads() {
 		for _, buf := range buffers {
 			base, _, _ := median(wl, buf, "std-fs")
 			durable, _, _ := median(wl, buf, "std-fs+fsync")
 			ref, _, _ := median(wl, buf, fioEngine)
-			for _, e := range append(slices.Clone(ingest.Engines), ingest.Engine{Name: fioEngine}) {
+			for _, e := range append(ingest.Engines(), ingest.Engine{Name: fioEngine}) {
 				m, pc, ok := median(wl, buf, e.Name)
 				if !ok {
 					continue

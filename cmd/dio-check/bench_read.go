@@ -40,7 +40,7 @@ const (
 // std-fs+cached after std-fs.
 func readEngines() []string {
 	var names []string
-	for _, e := range ingest.ReadEngines {
+	for _, e := range ingest.ReadEngines() {
 		names = append(names, e.Name)
 		if e.Policy == fallback.StdFS {
 			names = append(names, cachedEngine)
@@ -200,8 +200,9 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		if name == cachedEngine {
 			name, c.Cached = "std-fs", true
 		}
-		i := slices.IndexFunc(ingest.ReadEngines, func(e ingest.Engine) bool { return e.Name == name })
-		c.Engine = ingest.ReadEngines[i]
+		engines := ingest.ReadEngines()
+		i := slices.IndexFunc(engines, func(e ingest.Engine) bool { return e.Name == name })
+		c.Engine = engines[i]
 	}
 	r, err := ingest.RunRead(c)
 	if err != nil {

@@ -295,7 +295,7 @@ func TestBenchProgressPiped(t *testing.T) {
 	// 2 rounds × 2 workloads × 1 buffer × the engines that ran, and one
 	// try of each engine skipped.
 	skipped := strings.Count(stderr, "dio-check: skipped ")
-	assert.Equal(t, 2*2*(len(ingest.Engines)-skipped)+skipped, n, stderr)
+	assert.Equal(t, 2*2*(len(ingest.Engines())-skipped)+skipped, n, stderr)
 	requireEmpty(t, dir)
 }
 

@@ -170,7 +170,7 @@ func TestBenchJSON(t *testing.T) {
 		assert.Positive(t, r.MiBs)
 		seen[r.Workload+"/"+sizeName(int64(r.Buffer))+"/"+r.Engine] = true
 	}
-	for _, e := range ingest.Engines {
+	for _, e := range ingest.Engines() {
 		skipped := strings.Contains(stderr, "skipped "+e.Name+":")
 		switch {
 		case strings.HasPrefix(e.Name, "std-fs"):
@@ -180,7 +180,7 @@ func TestBenchJSON(t *testing.T) {
 		case e.Name == "direct+pwrite":
 			assert.False(t, skipped, stderr)
 		}
-		for _, w := range ingest.Workloads {
+		for _, w := range ingest.Workloads() {
 			for _, buf := range []string{"8KiB", "64KiB"} {
 				assert.Equal(t, !skipped, seen[w+"/"+buf+"/"+e.Name], "row %s/%s/%s (stderr: %s)", w, buf, e.Name, stderr)
 			}

@@ -6,15 +6,20 @@ import (
 	"github.com/dio-storage/dio/fallback"
 )
 
-// Engines are the I/O paths benchmarks compare, by the names dio-check and
-// the benchmark sub-tests use.
-var Engines = []struct {
+// Engine is an I/O path a benchmark compares: its name, as dio-check and
+// the benchmark sub-tests use it, and the policy that opens its files.
+type Engine struct {
 	Name   string
 	Policy fallback.Policy
-}{
-	{"std-fs", fallback.StdFS},
-	{"direct+pwrite", fallback.DirectPwrite},
-	{"direct+io_uring", fallback.Direct},
+}
+
+// Engines returns the I/O paths benchmarks compare, in a new slice.
+func Engines() []Engine {
+	return []Engine{
+		{"std-fs", fallback.StdFS},
+		{"direct+pwrite", fallback.DirectPwrite},
+		{"direct+io_uring", fallback.Direct},
+	}
 }
 
 // SizeName formats a byte count as benchmarks name it: 100B, 8KiB, 1MiB.

@@ -25,8 +25,8 @@ const (
 	Seq        = "seq"          // ingest, then write every value into a blob file
 )
 
-// Workloads lists them in the order runs take them.
-var Workloads = []string{SeqNoDelta, Seq}
+// Workloads lists them in the order runs take them, in a new slice.
+func Workloads() []string { return []string{SeqNoDelta, Seq} }
 
 // Engine is one I/O path under comparison.
 type Engine struct {
@@ -35,15 +35,17 @@ type Engine struct {
 	Sync   bool // make the outputs durable before the clock stops
 }
 
-// Engines are the paths dio-check compares, in Neon's order and then ours.
-// The direct engines sync as std-fs+fsync does: their writes reach the
-// device either way, and the fdatasync flushes its volatile cache, so they
-// are compared doing at least the durable work.
-var Engines = []Engine{
-	{"std-fs", fallback.StdFS, false},
-	{"std-fs+fsync", fallback.StdFS, true},
-	{"direct+pwrite", fallback.DirectPwrite, true},
-	{"direct+io_uring", fallback.Direct, true},
+// Engines returns the paths dio-check compares, in Neon's order and then
+// ours, in a new slice. The direct engines sync as std-fs+fsync does: their
+// writes reach the device either way, and the fdatasync flushes its
+// volatile cache, so they are compared doing at least the durable work.
+func Engines() []Engine {
+	return []Engine{
+		{"std-fs", fallback.StdFS, false},
+		{"std-fs+fsync", fallback.StdFS, true},
+		{"direct+pwrite", fallback.DirectPwrite, true},
+		{"direct+io_uring", fallback.Direct, true},
+	}
 }
 
 // Config is one run.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
@@ -17,8 +18,8 @@ import (
 // the page cache and the std-fs ones leave their output there.
 func TestRun(t *testing.T) {
 	dir := testenv.Dir(t)
-	for _, w := range Workloads {
-		for _, e := range Engines {
+	for _, w := range Workloads() {
+		for _, e := range Engines() {
 			t.Run(w+"/"+e.Name, func(t *testing.T) {
 				c := Config{Dir: dir, Workload: w, Engine: e, Buffer: 64 << 10, Value: 100, Bytes: 4 << 20}
 				r, err := Run(c)
@@ -49,20 +50,20 @@ func TestRun(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	dir := testenv.Dir(t)
-	_, err := Run(Config{Dir: dir, Workload: Seq, Engine: Engines[0], Buffer: 0, Value: 100, Bytes: 1000})
+	_, err := Run(Config{Dir: dir, Workload: Seq, Engine: Engines()[0], Buffer: 0, Value: 100, Bytes: 1000})
 	assert.Error(t, err)
-	_, err = Run(Config{Dir: dir, Workload: "nope", Engine: Engines[0], Buffer: 4096, Value: 100, Bytes: 1000})
+	_, err = Run(Config{Dir: dir, Workload: "nope", Engine: Engines()[0], Buffer: 4096, Value: 100, Bytes: 1000})
 	assert.ErrorContains(t, err, "unknown workload")
-	_, err = Run(Config{Dir: dir + "/missing", Workload: Seq, Engine: Engines[0], Buffer: 4096, Value: 100, Bytes: 1000})
+	_, err = Run(Config{Dir: dir + "/missing", Workload: Seq, Engine: Engines()[0], Buffer: 4096, Value: 100, Bytes: 1000})
 	assert.Error(t, err)
 }
 
 // BenchmarkIngest is dio-check bench as a Go benchmark, for benchstat: each
 // iteration ingests 32 MiB of 100-byte values.
 func BenchmarkIngest(b *testing.B) {
-	for _, w := range Workloads {
+	for _, w := range Workloads() {
 		for _, buf := range []int{8 << 10, 64 << 10} {
-			for _, e := range Engines {
+			for _, e := range Engines() {
 				name := fmt.Sprintf("workload=%s/buffer=%s/engine=%s", w, testenv.SizeName(buf), e.Name)
 				b.Run(name, func(b *testing.B) {
 					c := Config{Dir: testenv.Dir(b), Workload: w, Engine: e, Buffer: buf, Value: 100, Bytes: 32 << 20}
@@ -78,4 +79,14 @@ func BenchmarkIngest(b *testing.B) {
 			}
 		}
 	}
+}
+
+// The lists are the package's, not the caller's: changing what one call
+// returned changes nothing for the next.
+func TestListsAreFresh(t *testing.T) {
+	e, r, w := Engines(), ReadEngines(), Workloads()
+	e[0].Name, r[0].Policy, w[0] = "changed", fallback.Direct, "changed"
+	assert.Equal(t, "std-fs", Engines()[0].Name)
+	assert.Equal(t, fallback.StdFS, ReadEngines()[0].Policy)
+	assert.Equal(t, SeqNoDelta, Workloads()[0])
 }

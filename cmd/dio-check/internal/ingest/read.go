@@ -35,12 +35,14 @@ const (
 	Pread     = "pread"     // plain O_DIRECT pread of each blob's aligned span: the reference
 )
 
-// ReadEngines are the Reader's I/O paths the read workload compares.
-// Nothing is written, so nothing syncs.
-var ReadEngines = []Engine{
-	{"std-fs", fallback.StdFS, false},
-	{"direct+pwrite", fallback.DirectPwrite, false},
-	{"direct+io_uring", fallback.Direct, false},
+// ReadEngines returns the Reader's I/O paths the read workload compares,
+// in a new slice. Nothing is written, so nothing syncs.
+func ReadEngines() []Engine {
+	return []Engine{
+		{"std-fs", fallback.StdFS, false},
+		{"direct+pwrite", fallback.DirectPwrite, false},
+		{"direct+io_uring", fallback.Direct, false},
+	}
 }
 
 // ReadConfig is one read run over a file written by WriteBlobFile.

@@ -61,11 +61,11 @@ func TestRunRead(t *testing.T) {
 		engines []Engine
 	}
 	runs := []run{
-		{ReadBlob, 1, 0, ReadEngines},
-		{ReadBlob, 4, 0, ReadEngines},
-		{ReadBlobs, 0, 64, ReadEngines},
-		{Pread, 1, 0, ReadEngines[:1]},
-		{Pread, 4, 0, ReadEngines[:1]},
+		{ReadBlob, 1, 0, ReadEngines()},
+		{ReadBlob, 4, 0, ReadEngines()},
+		{ReadBlobs, 0, 64, ReadEngines()},
+		{Pread, 1, 0, ReadEngines()[:1]},
+		{Pread, 4, 0, ReadEngines()[:1]},
 	}
 	for _, rn := range runs {
 		for _, e := range rn.engines {
@@ -76,7 +76,7 @@ func TestRunRead(t *testing.T) {
 				continue
 			}
 			if errors.Is(err, ErrUnavailable) {
-				if rn.method == Pread || e.Policy != ReadEngines[0].Policy {
+				if rn.method == Pread || e.Policy != ReadEngines()[0].Policy {
 					t.Logf("%s/%s: %v", rn.method, e.Name, err)
 					continue
 				}
@@ -86,7 +86,7 @@ func TestRunRead(t *testing.T) {
 			assert.GreaterOrEqual(t, r.Elapsed, c.Duration)
 			assert.Positive(t, r.ReadsPerSec())
 			assert.Equal(t, r.Reads*BlobSize, r.Bytes, "blob bytes")
-			if (rn.method == Pread || e.Policy != ReadEngines[0].Policy) && !memoryFS() {
+			if (rn.method == Pread || e.Policy != ReadEngines()[0].Policy) && !memoryFS() {
 				assert.Less(t, r.PageCacheBytes, int64(size/100), "%s/%s: direct reads fill no page cache", rn.method, e.Name)
 			}
 		}
@@ -114,7 +114,7 @@ func TestRunReadStartsCold(t *testing.T) {
 
 	_, err = os.ReadFile(path)
 	require.NoError(t, err)
-	c := ReadConfig{Path: path, Offsets: offs[:1], Method: ReadBlob, Engine: ReadEngines[0], Readers: 1, Duration: 5 * time.Millisecond}
+	c := ReadConfig{Path: path, Offsets: offs[:1], Method: ReadBlob, Engine: ReadEngines()[0], Readers: 1, Duration: 5 * time.Millisecond}
 	r, err := RunRead(c)
 	require.NoError(t, err)
 	// The one blob read, and its read-ahead.
@@ -141,7 +141,7 @@ func TestRunReadChecksBlobs(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	for _, m := range []string{ReadBlob, ReadBlobs, Pread} {
-		for _, e := range ReadEngines {
+		for _, e := range ReadEngines() {
 			c := ReadConfig{Path: path, Offsets: offs[k : k+1], Method: m, Engine: e, Readers: 2, Batch: 4, Duration: 10 * time.Millisecond}
 			_, err := RunRead(c)
 			if errors.Is(err, ErrUnavailable) {
@@ -154,7 +154,7 @@ func TestRunReadChecksBlobs(t *testing.T) {
 
 func TestRunReadErrors(t *testing.T) {
 	path, offs := writeBlobFile(t, 1<<20)
-	good := ReadConfig{Path: path, Offsets: offs, Method: ReadBlob, Engine: ReadEngines[0], Readers: 1, Duration: time.Millisecond}
+	good := ReadConfig{Path: path, Offsets: offs, Method: ReadBlob, Engine: ReadEngines()[0], Readers: 1, Duration: time.Millisecond}
 	for name, mod := range map[string]func(*ReadConfig){
 		"no offsets":   func(c *ReadConfig) { c.Offsets = nil },
 		"no duration":  func(c *ReadConfig) { c.Duration = 0 },
