@@ -537,7 +537,7 @@ func TestCreateRefusesBadOptions(t *testing.T) {
 				assert.ErrorIs(t, err, ephemeral.ErrInvalidOptions)
 				assert.Nil(t, f)
 			}
-			requireEmpty(t, dir)
+			testenv.RequireEmpty(t, dir)
 		})
 	}
 }
@@ -606,7 +606,7 @@ func TestCreateContext(t *testing.T) {
 	f, err := ephemeral.Create(dir, &ephemeral.Options{Pool: pool, Context: ctx})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, f)
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 
 	// With the buffer back, a waiting Create gets it.
 	go func() { time.Sleep(20 * time.Millisecond); pool.Put(held) }()

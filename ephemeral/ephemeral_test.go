@@ -26,20 +26,13 @@ import (
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-func requireEmpty(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	require.Empty(t, ents, "the ephemeral file left a name in its directory")
-}
-
 func TestReadWhatWasWritten(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			dir := testenv.Dir(t)
 			f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p, BufferSize: 8 << 10, Buffers: 3})
 			require.NoError(t, err)
-			requireEmpty(t, dir)
+			testenv.RequireEmpty(t, dir)
 			if testenv.RejectsDirect() {
 				assert.Equal(t, "std-fs", f.Mode().Name())
 				if p == fallback.Auto {
@@ -104,7 +97,7 @@ func TestReadWhatWasWritten(t *testing.T) {
 				require.True(t, bytes.Equal(blobs[i], buf), "blob %d", i)
 			}
 			require.NoError(t, f.Close())
-			requireEmpty(t, dir)
+			testenv.RequireEmpty(t, dir)
 		})
 	}
 }
@@ -278,7 +271,7 @@ func TestSharedPoolBudget(t *testing.T) {
 	st := pool.Stats()
 	assert.LessOrEqual(t, st.HighWater, 5)
 	assert.Zero(t, st.InUse)
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 
 	// With the budget held, Create waits until a buffer comes back.
 	held, err := pool.Get(context.Background())
@@ -332,10 +325,10 @@ func TestGoneAfterKill(t *testing.T) {
 	_, err = io.ReadFull(out, line)
 	require.NoError(t, err)
 	require.Equal(t, "ready\n", string(line))
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 // aheadCounter counts the reads the file's readers perform, and those of a

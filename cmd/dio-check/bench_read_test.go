@@ -75,7 +75,7 @@ func TestBenchReadJSON(t *testing.T) {
 			assert.Equal(t, []int{1, 2}, runs[row], "%s: once per run, in order", row.label())
 		}
 	}
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 // TestBenchReadTable checks the text output of the read section, after
@@ -105,7 +105,7 @@ func TestBenchReadTable(t *testing.T) {
 		assert.NotContains(t, reads, "ReadBlobs(64) ")
 		assert.Contains(t, stderr, "skipped ReadBlobs:")
 	}
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 // TestInterruptDuringRead stops the read section while it writes its blob

@@ -190,7 +190,7 @@ func TestBadFlagOnce(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "usage: "), "%q: %s", args, stderr)
 		assert.True(t, strings.HasPrefix(stderr, "dio-check: flag provided"), "%q: the error comes first: %s", args, stderr)
 	}
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 func TestInterspersedFlags(t *testing.T) {
@@ -212,7 +212,7 @@ func TestInterspersedFlags(t *testing.T) {
 		assert.Equal(t, 1024, r.ValueSize, "-value 1KiB")
 		assert.Equal(t, 64<<10, r.Buffer)
 	}
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 // TestSizeFlags checks that every size flag takes what people write and
@@ -238,7 +238,7 @@ func TestSizeFlags(t *testing.T) {
 		// The first line names the flag that was wrong, first.
 		assert.Regexp(t, `^dio-check: (invalid value "[^"]*" for flag )?`+c.flag+`[ :]`, stderr, "%q", c.args)
 	}
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 func TestProbeJSONError(t *testing.T) {
@@ -254,7 +254,7 @@ func TestProbeJSONError(t *testing.T) {
 		assert.Equal(t, map[string]any{"dir": bad, "error": strings.TrimSpace(strings.TrimPrefix(stderr, "dio-check: "))}, e)
 	}
 	require.NoError(t, os.Remove(file))
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 // TestBenchProgressPiped checks that a bench whose stderr is a pipe says,
@@ -296,7 +296,7 @@ func TestBenchProgressPiped(t *testing.T) {
 	// try of each engine skipped.
 	skipped := strings.Count(stderr, "dio-check: skipped ")
 	assert.Equal(t, 2*2*(len(ingest.Engines())-skipped)+skipped, n, stderr)
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 // TestRunProgressLive checks the terminal's line: redrawn in place, with

@@ -54,17 +54,6 @@ func dioCheck(t *testing.T, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
-func requireEmpty(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	require.Empty(t, names, "dio-check left files in %s", dir)
-}
-
 func TestProbeJSON(t *testing.T) {
 	dir := testenv.Dir(t)
 	keep := filepath.Join(dir, "existing")
@@ -96,7 +85,7 @@ func TestProbeJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "untouched", string(data))
 	require.NoError(t, os.Remove(keep))
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 func TestProbeTable(t *testing.T) {
@@ -107,7 +96,7 @@ func TestProbeTable(t *testing.T) {
 	require.GreaterOrEqual(t, len(lines), 3)
 	assert.True(t, strings.HasPrefix(lines[0], "DIR"), out)
 	assert.Contains(t, lines[1], dir)
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 func TestExitCodes(t *testing.T) {
@@ -148,7 +137,7 @@ func TestExitCodes(t *testing.T) {
 		assert.Equal(t, 0, code, stderr)
 	}
 	require.NoError(t, os.Remove(file))
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 func TestBenchJSON(t *testing.T) {
@@ -186,7 +175,7 @@ func TestBenchJSON(t *testing.T) {
 			}
 		}
 	}
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 func TestBenchTable(t *testing.T) {
@@ -200,7 +189,7 @@ func TestBenchTable(t *testing.T) {
 	if haveFio() && !testenv.RejectsDirect() {
 		assert.Contains(t, out, fioEngine, "the fio reference row")
 	}
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 // TestInterruptRemovesFiles stops a bench with SIGINT and SIGTERM while its
@@ -267,5 +256,5 @@ func interruptBenchWhen(t *testing.T, dir string, sig syscall.Signal, ready func
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "%v", err)
 	assert.Equal(t, 128+int(sig), ee.ExitCode(), stderr.String())
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }

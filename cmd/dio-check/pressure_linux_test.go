@@ -61,7 +61,7 @@ func inMemoryFS(t *testing.T, dir string) {
 		_, stderr, code := dioCheck(t, "pressure", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, fs+" holds files in memory")
-		requireEmpty(t, dir)
+		testenv.RequireEmpty(t, dir)
 		t.Skipf("pressure refuses %s", fs)
 	}
 }
@@ -124,7 +124,7 @@ func TestPressureRun(t *testing.T) {
 	assert.Contains(t, stderr, "dio-check pressure: round 1/2: alone: measuring\n")
 	assert.Contains(t, stderr, "dio-check pressure: round 2/2: std-fs: measuring\n")
 	requireNoCgroup(t, root, stderr)
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }
 
 func TestPressureInterrupt(t *testing.T) {
@@ -166,7 +166,7 @@ func TestPressureInterrupt(t *testing.T) {
 			assert.Contains(t, rest.String(), "removed temporary files")
 			assert.Empty(t, stdout.String(), "no table from an interrupted run")
 			requireNoCgroup(t, root, strings.Join(seen, "\n"))
-			requireEmpty(t, dir)
+			testenv.RequireEmpty(t, dir)
 		})
 	}
 }

@@ -47,5 +47,5 @@ func TestProbeDontCache(t *testing.T) {
 		want = "  RWF_DONTCACHE: no: " + werr.Error()
 	}
 	assert.True(t, strings.Contains(out, want), "want %q in\n%s", want, out)
-	requireEmpty(t, dir)
+	testenv.RequireEmpty(t, dir)
 }

@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,4 +56,21 @@ func Collected(done func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return done()
+}
+
+// RequireEmpty fails t at once, naming what is there, unless dir holds
+// nothing: what a test checks after code that must leave no file behind.
+func RequireEmpty(t testing.TB, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) > 0 {
+		names := make([]string, len(ents))
+		for i, e := range ents {
+			names[i] = e.Name()
+		}
+		t.Fatalf("%s holds %s, want nothing left there", dir, strings.Join(names, ", "))
+	}
 }
