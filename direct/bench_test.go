@@ -31,18 +31,11 @@ func BenchmarkQueue(b *testing.B) {
 	for _, kind := range kinds {
 		for _, qd := range []int{1, 2, 4, 8} {
 			for _, bs := range []int{8 << 10, 64 << 10, 256 << 10, 1 << 20} {
-				name := fmt.Sprintf("engine=%v/qd=%d/bs=%s", kind, qd, sizeName(bs))
+				name := fmt.Sprintf("engine=%v/qd=%d/bs=%s", kind, qd, testenv.SizeName(bs))
 				b.Run(name, func(b *testing.B) { benchQueue(b, kind, qd, bs) })
 			}
 		}
 	}
-}
-
-func sizeName(n int) string {
-	if n >= 1<<20 {
-		return fmt.Sprintf("%dMiB", n>>20)
-	}
-	return fmt.Sprintf("%dKiB", n>>10)
 }
 
 func benchQueue(b *testing.B, kind direct.EngineKind, qd, bs int) {

@@ -128,6 +128,9 @@ func parseSize(s string) (int64, error) {
 // sizeName prints a byte count as the flags take it, in the largest
 // binary unit it reaches: exactly where the unit divides it, else to a
 // tenth of the unit. It is the one size formatter of dio-check's output.
+// go-humanize, which parses the flags, does not print them: its IBytes
+// writes "8.0 KiB" and "63 KiB" for 64000, with a space that a flag
+// cannot take and a rounding that parseSize cannot take back.
 func sizeName(n int64) string {
 	units := []struct {
 		name string

@@ -22,7 +22,11 @@ func Engines() []Engine {
 	}
 }
 
-// SizeName formats a byte count as benchmarks name it: 100B, 8KiB, 1MiB.
+// SizeName formats a byte count as benchmarks and tests name it, exactly:
+// 100B, 8KiB, 1MiB, and 64000B rather than a rounded 62.5KiB. It is the
+// tests' one size formatter; dio-check's output has its own (sizeName in
+// cmd/dio-check, which rounds to a tenth), since a production package
+// does not import test support.
 func SizeName(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
