@@ -15,6 +15,10 @@ import (
 // added to os.OpenFile's, and, when unlink is set, unlinks it before
 // returning, so that only the open descriptor keeps it. Windows cannot
 // unlink a file it holds open: there the flag deletes it on close instead.
+//
+// It picks the name itself, the one place in dio that does: os.CreateTemp
+// opens with flags of its own, and this file needs fallback.Open's (its
+// policy, O_DIRECT, Windows's delete-on-close).
 func createNamed(dir string, p fallback.Policy, flag int, unlink bool) (fallback.File, error) {
 	for range 10 {
 		var b [8]byte

@@ -100,8 +100,8 @@ type readBench struct {
 func (b readBench) run() error {
 	// As for fio's writes, a directory of ours: if a signal removes it
 	// before the blob file or fio opens, they fail instead of leaving a file.
-	work := tempName(b.dir, ".dio-check-read-")
-	if err := b.tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
+	work, err := b.tmp.mkdirTemp(b.dir, ".dio-check-read-")
+	if err != nil {
 		return err
 	}
 	defer b.tmp.remove(work)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -30,8 +29,8 @@ const fioEngine = "fio io_uring QD4"
 func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, error) {
 	// fio writes into a directory of ours: were it removed by a signal
 	// before fio opens its file, fio fails instead of creating one.
-	work := tempName(dir, ".dio-check-fio-")
-	if err := tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
+	work, err := tmp.mkdirTemp(dir, ".dio-check-fio-")
+	if err != nil {
 		return 0, err
 	}
 	defer tmp.remove(work)

@@ -181,26 +181,39 @@ func (t *tempFiles) removeLocked(path string) {
 	delete(t.paths, path)
 }
 
-// Create tracks path and calls create, which makes it, under the lock; it
-// implements ingest.Tracker.
-func (t *tempFiles) Create(path string, create func() error) error {
+// MakeTemp calls mk, which makes a file or directory under a name of its
+// choosing (os.CreateTemp, os.MkdirTemp) and returns its path, and tracks
+// that path, both under the lock: a signal's cleanup comes before mk or
+// after the path is tracked. It implements ingest.Tracker.
+func (t *tempFiles) MakeTemp(mk func() (string, error)) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.paths[path] = struct{}{}
-	return create()
+	path, err := mk()
+	if err == nil {
+		t.paths[path] = struct{}{}
+	}
+	return path, err
+}
+
+// mkdirTemp makes and tracks a new directory in dir whose name starts
+// with prefix.
+func (t *tempFiles) mkdirTemp(dir, prefix string) (string, error) {
+	return t.MakeTemp(func() (string, error) { return os.MkdirTemp(dir, prefix) })
 }
 
 // Remove removes path and forgets it; it implements ingest.Tracker.
 func (t *tempFiles) Remove(path string) { t.remove(path) }
 
-// makeNew tracks path and calls mk, which makes it and fails if it exists.
-// A path mk failed to make is forgotten, not removed: it may not be ours.
+// makeNew tracks path and calls mk, which makes it and fails if it exists,
+// under the lock. A path mk failed to make is forgotten, not removed: it
+// may not be ours.
 func (t *tempFiles) makeNew(path string, mk func() error) error {
-	err := t.Create(path, mk)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.paths[path] = struct{}{}
+	err := mk()
 	if err != nil {
-		t.mu.Lock()
 		delete(t.paths, path)
-		t.mu.Unlock()
 	}
 	return err
 }

@@ -218,7 +218,10 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	}
 	// The cgroup is tracked like a temporary file, so that a signal's
 	// cleanup, once it has killed the child, removes it too.
-	name := filepath.Base(tempName("", "dio-check-pressure-"))
+	// Named for the process: unique among running dio-checks, and a
+	// cgroup is made by a mkdir in the cgroup filesystem, which
+	// os.MkdirTemp would do but cgroup.New's FS (faked in tests) does not.
+	name := fmt.Sprintf("dio-check-pressure-%d", os.Getpid())
 	var cg *cgroup.Cgroup
 	err = tmp.makeNewFunc(filepath.Join(root, name), func() (err error) {
 		cg, err = cgroup.New(cgroup.OS{}, roots, name, c.memory)
@@ -234,8 +237,8 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	defer tmp.remove(cg.Dir)
 	fmt.Fprintf(stderr, "dio-check pressure: cgroup %s (v%d, %s)\n", cg.Dir, cg.Version, sizeName(c.memory))
 
-	work := tempName(c.dir, ".dio-pressure-")
-	if err := tmp.makeNew(work, func() error { return os.Mkdir(work, 0o700) }); err != nil {
+	work, err := tmp.mkdirTemp(c.dir, ".dio-pressure-")
+	if err != nil {
 		return usageError{msg: fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)}
 	}
 	defer tmp.remove(work)

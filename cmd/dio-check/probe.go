@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -133,28 +131,20 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// createTemp creates an empty file under a random name in dir, exclusively,
-// and registers it for removal.
+// createTemp creates and tracks an empty file in dir whose name starts
+// with prefix.
 func createTemp(dir, prefix string, tmp *tempFiles) (string, error) {
-	path := tempName(dir, prefix)
-	err := tmp.makeNew(path, func() error {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			f.Close()
+	path, err := tmp.MakeTemp(func() (string, error) {
+		f, err := os.CreateTemp(dir, prefix)
+		if err != nil {
+			return "", err
 		}
-		return err
+		return f.Name(), f.Close()
 	})
 	if err != nil {
 		return "", usageError{msg: fmt.Sprintf("%s: cannot create a file: %v", dir, err)}
 	}
 	return path, nil
-}
-
-// tempName returns a random name in dir that starts with prefix.
-func tempName(dir, prefix string) string {
-	var b [8]byte
-	rand.Read(b[:])
-	return filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
 }
 
 func probe(dir string, tmp *tempFiles) (Probe, error) {

@@ -5,8 +5,6 @@
 package ingest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -65,11 +63,11 @@ type Config struct {
 
 // Tracker follows the named files of a run.
 type Tracker interface {
-	// Create calls create, which makes the file at path, such that an
-	// interrupt removes the file whether it comes before, during or
-	// after the call.
-	Create(path string, create func() error) error
-	// Remove removes the file at path and forgets it.
+	// MakeTemp calls mk, which makes a file or directory under a new name
+	// and returns its path, such that an interrupt removes it whether it
+	// comes before, during or after the call.
+	MakeTemp(mk func() (string, error)) (string, error)
+	// Remove removes the file or directory at path and forgets it.
 	Remove(path string)
 }
 
@@ -135,12 +133,12 @@ func Run(c Config) (Result, error) {
 		}
 		res.Elapsed = time.Since(start)
 	case Seq:
-		var path string
-		path, err = c.delta(eph)
+		var work string
+		work, err = c.delta(eph)
 		res.Elapsed = time.Since(start)
 		if err == nil {
-			defer c.remove(path)
-			res.PageCacheBytes, res.OutputBytes, err = residentPath(path)
+			defer c.remove(work)
+			res.PageCacheBytes, res.OutputBytes, err = residentPath(filepath.Join(work, deltaFile))
 		}
 	default:
 		err = fmt.Errorf("ingest: unknown workload %q", c.Workload)
@@ -155,24 +153,31 @@ func Run(c Config) (Result, error) {
 }
 
 // delta reads every blob of eph in order and writes it into a new blob
-// file, closed (and synced when the engine syncs).
+// file, closed (and synced when the engine syncs), in a new directory of
+// its own under c.Dir, which it returns: os.MkdirTemp picks the name, and
+// blobio.Create, which creates its file exclusively, takes a fixed one.
 func (c Config) delta(eph *ephemeral.File) (string, error) {
-	var b [8]byte
-	rand.Read(b[:])
-	path := filepath.Join(c.Dir, ".dio-ingest-"+hex.EncodeToString(b[:]))
 	var w *blobio.Writer
-	create := func() (err error) {
-		w, err = blobio.Create(path, &blobio.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
-		return err
+	create := func() (string, error) {
+		work, err := os.MkdirTemp(c.Dir, ".dio-ingest-")
+		if err != nil {
+			return "", err
+		}
+		w, err = blobio.Create(filepath.Join(work, deltaFile), &blobio.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
+		if err != nil {
+			os.Remove(work)
+			return "", err
+		}
+		return work, nil
 	}
+	var work string
 	var err error
 	if c.Files != nil {
-		err = c.Files.Create(path, create)
+		work, err = c.Files.MakeTemp(create)
 	} else {
-		err = create()
+		work, err = create()
 	}
 	if err != nil {
-		c.remove(path)
 		return "", err
 	}
 	var blob []byte
@@ -182,23 +187,28 @@ func (c Config) delta(eph *ephemeral.File) (string, error) {
 		}
 		if err != nil {
 			w.Close()
-			c.remove(path)
+			c.remove(work)
 			return "", err
 		}
 		off += int64(blobio.HeaderSize(len(blob), blobio.None) + len(blob))
 	}
 	if err := w.Close(); err != nil {
-		c.remove(path)
+		c.remove(work)
 		return "", err
 	}
-	return path, nil
+	return work, nil
 }
 
+// deltaFile names the blob file in delta's directory.
+const deltaFile = "delta"
+
+// remove removes path, a file or a directory, and what it holds.
 func (c Config) remove(path string) {
-	os.Remove(path)
 	if c.Files != nil {
 		c.Files.Remove(path)
+		return
 	}
+	os.RemoveAll(path)
 }
 
 func residentPath(path string) (int64, int64, error) {

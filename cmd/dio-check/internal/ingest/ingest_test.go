@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +90,35 @@ func TestListsAreFresh(t *testing.T) {
 	assert.Equal(t, "std-fs", Engines()[0].Name)
 	assert.Equal(t, fallback.StdFS, ReadEngines()[0].Policy)
 	assert.Equal(t, SeqNoDelta, Workloads()[0])
+}
+
+// recorder is a Tracker that records what it is told and removes nothing
+// itself but what Remove names.
+type recorder struct{ made, removed []string }
+
+func (r *recorder) MakeTemp(mk func() (string, error)) (string, error) {
+	p, err := mk()
+	if err == nil {
+		r.made = append(r.made, p)
+	}
+	return p, err
+}
+
+func (r *recorder) Remove(p string) {
+	r.removed = append(r.removed, p)
+	os.RemoveAll(p)
+}
+
+// TestRunTracksItsFile checks that seq tells the tracker of the one name it
+// makes before it writes there, and removes it through the tracker.
+func TestRunTracksItsFile(t *testing.T) {
+	dir := testenv.Dir(t)
+	var r recorder
+	c := Config{Dir: dir, Workload: Seq, Engine: Engines()[0], Buffer: 64 << 10, Value: 100, Bytes: 1 << 20, Files: &r}
+	_, err := Run(c)
+	require.NoError(t, err)
+	require.Len(t, r.made, 1)
+	assert.Equal(t, dir, filepath.Dir(r.made[0]))
+	assert.Equal(t, r.made, r.removed)
+	testenv.RequireEmpty(t, dir)
 }
