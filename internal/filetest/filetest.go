@@ -1,6 +1,9 @@
 // Package filetest is the conformance suite for dio's file contract, run
 // against direct files and std-fs files alike so that both paths are held to
 // the same behaviour.
+//
+// It is test support, not one of dio's layers: only test files import it,
+// as layers_test.go at the module's root checks.
 package filetest
 
 import (

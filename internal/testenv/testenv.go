@@ -6,6 +6,10 @@
 // filesystem it mounted, and DIO_TEST_SECTOR the logical sector size of its
 // loop device. Without them the tests use the system temporary directory
 // and skip the expectations that belong to one filesystem.
+//
+// It is test support, not one of dio's layers: it imports the layers it
+// helps test, and only test files import it, as layers_test.go at the
+// module's root checks.
 package testenv
 
 import (
