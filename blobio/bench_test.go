@@ -35,7 +35,7 @@ func BenchmarkWriter(b *testing.B) {
 
 func benchWriter(b *testing.B, value, buffer int, p fallback.Policy) {
 	if p == fallback.Direct {
-		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+		if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}
@@ -75,7 +75,7 @@ func BenchmarkScanner(b *testing.B) {
 	for _, e := range testenv.Engines {
 		b.Run("engine="+e.Name, func(b *testing.B) {
 			if e.Policy == fallback.Direct {
-				if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+				if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 					b.Skipf("io_uring unavailable: %v", err)
 				}
 			}
@@ -167,7 +167,7 @@ func (nopInjector) Inject(direct.Op, int64, int) (direct.Fault, bool) { return d
 
 func openReadBench(b *testing.B, path string, p fallback.Policy) *blobio.Reader {
 	if p == fallback.Direct {
-		if err := direct.URingErrorAt(path); err != nil {
+		if err := fallback.URingErrorAt(path); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}

@@ -55,7 +55,7 @@ func TestAutoMode(t *testing.T) {
 		require.NoError(t, derr)
 		assert.True(t, m.Direct)
 		assert.True(t, strings.HasPrefix(m.String(), "direct+"), m.String())
-		if uerr := direct.URingErrorAt(path); uerr != nil {
+		if uerr := fallback.URingErrorAt(path); uerr != nil {
 			assert.Equal(t, "direct+pwrite: "+uerr.Error(), m.String())
 		} else {
 			assert.Equal(t, "direct+io_uring", m.String())
