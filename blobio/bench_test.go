@@ -35,7 +35,7 @@ func BenchmarkWriter(b *testing.B) {
 
 func benchWriter(b *testing.B, value, buffer int, p fallback.Policy) {
 	if p == fallback.Direct {
-		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+		if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}
@@ -75,7 +75,7 @@ func BenchmarkScanner(b *testing.B) {
 	for _, e := range testenv.Engines() {
 		b.Run("engine="+e.Name, func(b *testing.B) {
 			if e.Policy == fallback.Direct {
-				if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+				if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 					b.Skipf("io_uring unavailable: %v", err)
 				}
 			}
@@ -158,24 +158,13 @@ func readBenchFile(b *testing.B) (string, int) {
 	return path, n
 }
 
-// nopInjector injects nothing; setting it as Options.Faults makes a Reader
-// send every read through its queue (DIO_BENCH_READ_QUEUED=1), to measure
-// what its pread fast path saves.
-type nopInjector struct{}
-
-func (nopInjector) Inject(direct.Op, int64, int) (direct.Fault, bool) { return direct.Fault{}, false }
-
 func openReadBench(b *testing.B, path string, p fallback.Policy) *blobio.Reader {
 	if p == fallback.Direct {
-		if err := direct.URingErrorAt(path); err != nil {
+		if err := fallback.URingErrorAt(path); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}
-	o := &blobio.Options{IO: p}
-	if os.Getenv("DIO_BENCH_READ_QUEUED") == "1" {
-		o.Faults = nopInjector{}
-	}
-	r, err := blobio.Open(path, o)
+	r, err := blobio.Open(path, &blobio.Options{IO: p})
 	if errors.Is(err, direct.ErrNotSupported) {
 		b.Skip(err)
 	}

@@ -103,7 +103,6 @@ type Reader struct {
 	memAl    int
 	scanSize int // the Scanner's read size: BufferSize, or DefaultScanRead if unset
 	uring    bool
-	faults   direct.Injector
 
 	small *bufPool // smallRead bytes
 	large *bufPool // MergeSize plus a block
@@ -135,14 +134,13 @@ type queueRef struct{ q direct.Queue }
 // in files written by Neon). A Size beyond the file's end means bytes the
 // service counted on are gone: Open fails with an error matching both
 // ErrInvalidOptions and io.ErrUnexpectedEOF. A negative Size or BufferSize
-// fails with ErrInvalidOptions. With o.Faults set, every read goes through
-// the Reader's queue, where the faults are injected.
+// fails with ErrInvalidOptions.
 func Open(path string, o *Options) (*Reader, error) {
 	if o != nil && (o.Size < 0 || o.BufferSize < 0) {
 		return nil, fmt.Errorf("%w: Size %d, BufferSize %d", ErrInvalidOptions, o.Size, o.BufferSize)
 	}
 	opts := o.withDefaults()
-	f, err := fallback.Open(path, os.O_RDONLY, 0, opts.IO)
+	f, err := open(path, os.O_RDONLY, 0, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +177,6 @@ func Open(path string, o *Options) (*Reader, error) {
 		memAl:    memAl,
 		scanSize: aligned.Up(scan, block),
 		uring:    f.Mode().Engine == direct.EngineURing,
-		faults:   opts.Faults,
 		small:    newBufPool(smallBuffers, aligned.Up(smallRead, block), memAl),
 		large:    newBufPool(largeBuffers, aligned.Up(MergeSize, block)+block, memAl),
 		drained:  make(chan struct{}),
@@ -331,7 +328,7 @@ func (r *Reader) learn(extent int64) {
 func (r *Reader) read(done chan direct.Completion, p []byte, off int64) (int, error) {
 	few := r.busy.Add(1) <= preadReads
 	defer r.busy.Add(-1)
-	if (r.uring && !few) || r.faults != nil {
+	if r.uring && !few {
 		if q := r.queue(); q != nil {
 			if err := q.Submit(direct.Request{Op: direct.OpRead, Buf: p, Off: off, Done: done}); err != nil {
 				return 0, err
@@ -362,7 +359,7 @@ func (r *Reader) queue() direct.Queue {
 	if ref := r.q.Load(); ref != nil {
 		return ref.q
 	}
-	q, err := r.f.NewQueue(&direct.QueueOptions{Depth: ReadDepth, Faults: r.faults})
+	q, err := r.f.NewQueue(&direct.QueueOptions{Depth: ReadDepth})
 	if err != nil {
 		q = nil
 	}

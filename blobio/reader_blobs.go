@@ -115,7 +115,7 @@ func (v *vectored) plan() {
 // they complete.
 func (v *vectored) run() error {
 	r := v.r
-	if r.uring || r.faults != nil {
+	if r.uring {
 		v.q = r.queue()
 	}
 	// On the pwrite engine each read is a goroutine calling ReadAt: a

@@ -110,7 +110,7 @@ func NewScannerReaderAt(ra io.ReaderAt, off, size int64) *Scanner {
 // windows.
 func (s *Scanner) begin() error {
 	if s.ra == nil {
-		q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2, Faults: s.r.faults})
+		q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2})
 		if err != nil {
 			return err
 		}

@@ -49,8 +49,8 @@ type Options struct {
 	// context.Background().
 	Context context.Context
 
-	// Faults injects I/O errors into the writer's engine, for tests (see
-	// package faults).
+	// Faults injects I/O errors into the file's system calls, for tests
+	// (see package faults): a Writer's and a Reader's alike.
 	Faults direct.Injector
 
 	// Size, for Open only, makes the Reader read the file as if it were
@@ -131,7 +131,7 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 	if err != nil {
 		return nil, err
 	}
-	f, err := fallback.Open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts.IO)
+	f, err := open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("%w: size %d is negative", ErrInvalidOptions, size)
 	}
-	f, err := fallback.Open(path, os.O_RDWR, 0, opts.IO)
+	f, err := open(path, os.O_RDWR, 0, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +208,19 @@ func writerOptions(o *Options) (Options, appender.Options, error) {
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Faults: opts.Faults, Context: opts.Context}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context}
 	return opts, ao, validate(opts, ao)
+}
+
+// open opens path by o.IO for a Writer or Reader, its I/O through
+// o.Faults when set: the file carries the injector, so every read, write
+// and fdatasync on it, and on every queue made from it, meets the faults.
+func open(path string, flag int, perm os.FileMode, o Options) (fallback.File, error) {
+	f, err := fallback.Open(path, flag, perm, o.IO)
+	if err != nil || o.Faults == nil {
+		return f, err
+	}
+	return fallback.WithFaults(f, o.Faults), nil
 }
 
 // validate refuses Options before any file is created.

@@ -35,7 +35,7 @@ func BenchmarkSyncEvery(b *testing.B) {
 
 func benchSyncEvery(b *testing.B, n int, p fallback.Policy) {
 	if p == fallback.Direct {
-		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+		if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}

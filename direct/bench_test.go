@@ -13,6 +13,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkQueue(b *testing.B) {
 
 func benchQueue(b *testing.B, kind direct.EngineKind, qd, bs int) {
 	if kind == direct.EngineURing {
-		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+		if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}
@@ -138,7 +139,7 @@ func BenchmarkQueueRead(b *testing.B) {
 		for _, kind := range []direct.EngineKind{direct.EnginePwrite, direct.EngineURing} {
 			b.Run(fmt.Sprintf("readers=%d/engine=%v", readers, kind), func(b *testing.B) {
 				if kind == direct.EngineURing {
-					if err := direct.URingErrorAt(f.Name()); err != nil {
+					if err := fallback.URingErrorAt(f.Name()); err != nil {
 						b.Skipf("io_uring unavailable: %v", err)
 					}
 				}

@@ -9,7 +9,10 @@
 // reports a violation as ErrUnaligned with the three values, not as a bare
 // EINVAL. A filesystem that refuses O_DIRECT altogether yields
 // ErrNotSupported, so a caller (package fallback) can choose the page cache
-// instead.
+// instead: Buffered gives the same File over it, with no alignment rules.
+// WithFaults and WithWriteFlags return a File over the same descriptor
+// whose I/O, and every queue made from it, meets an Injector (package
+// faults) or carries RWF_* flags.
 //
 // A Queue issues writes, reads and fdatasync asynchronously, so that a
 // writer fills one buffer while the device writes another and many readers

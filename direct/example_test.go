@@ -22,7 +22,7 @@ func openDirect(name string) (*direct.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return direct.FromOS(o), nil
+	return direct.Buffered(o), nil
 }
 
 func Example() {

@@ -10,9 +10,11 @@ import (
 	"time"
 )
 
-// A File is an open file with O_DIRECT set. Its ReadAt and WriteAt accept
-// only buffers, offsets and lengths that satisfy its Alignment. A File is
-// safe for concurrent ReadAt and WriteAt on distinct ranges.
+// A File is an open file, either with O_DIRECT set (Open) or through the
+// page cache (Buffered), with the same methods and queues either way. Its
+// ReadAt and WriteAt accept only buffers, offsets and lengths that satisfy
+// its Alignment, which is Alignment{1, 1} (any) for a buffered File. A File
+// is safe for concurrent ReadAt and WriteAt on distinct ranges.
 type File struct {
 	xfer
 	source Source
@@ -42,10 +44,35 @@ func Open(name string, flag int, perm os.FileMode) (*File, error) {
 	return &File{xfer: newXfer(f, a, true), source: src}, nil
 }
 
-// FromOS wraps f, opened without O_DIRECT, in a File with no alignment rules
-// (Alignment{1, 1}): the same methods and queues over the page cache.
-func FromOS(f *os.File) *File {
+// Buffered wraps f, opened without O_DIRECT, in a File over the page cache:
+// no alignment rules (Alignment{1, 1}), the same methods and queues as a
+// direct File. Closing the File closes f.
+func Buffered(f *os.File) *File {
 	return &File{xfer: newXfer(f, pageCache, false), source: SourceNone}
+}
+
+// WithFaults returns a File over the same descriptor whose ReadAt, WriteAt
+// and Sync, and every queue made from it, consult inj before each system
+// call (after it, for io_uring), as QueueOptions.Faults does for one queue,
+// which overrides it there. It is the seam for fault injection: the fault
+// lands under the engine's own retries and resumption, where a real one
+// would. Closing either File closes both.
+func (f *File) WithFaults(inj Injector) *File {
+	g := *f
+	g.faults = inj
+	return &g
+}
+
+// WithWriteFlags returns a File over the same descriptor whose writes,
+// through WriteAt and every queue made from it, carry flags: RWF_* flags
+// for pwritev2(2) on Linux (fallback sets RWF_DONTCACHE on a buffered
+// File), added to those f's writes carry and to QueueOptions.WriteFlags.
+// Elsewhere a write with flags fails with errors.ErrUnsupported. Closing
+// either File closes both.
+func (f *File) WithWriteFlags(flags int) *File {
+	g := *f
+	g.writeFlags |= flags
+	return &g
 }
 
 // Name returns the name the file was opened with.
@@ -115,7 +142,7 @@ type xfer struct {
 	rc     syscall.RawConn
 	align  Alignment // {1, 1} for a page-cache file
 	direct bool      // EINVAL on an aligned transfer means O_DIRECT was refused
-	faults Injector  // nil but in tests
+	faults Injector  // consulted before every system call; nil but in tests
 
 	writeFlags int // RWF_* flags for every write; 0 for plain pwrite
 }
@@ -175,43 +202,31 @@ func transient(err error, retries *int) bool {
 	return *retries <= maxRetries
 }
 
-func (x *xfer) readAt(p []byte, off int64) (int, error) {
-	if err := x.checkRW("pread", p, off); err != nil {
-		return 0, err
-	}
-	n, retries := 0, 0
-	for n < len(p) {
-		m, err := x.once(OpRead, p[n:], off+int64(n))
-		n += m
-		switch {
-		case err != nil && transient(err, &retries):
-		case err != nil:
-			return n, x.wrap("pread", err)
-		case m == 0:
-			return n, io.EOF
-		case x.align.Offset > 0 && m%x.align.Offset != 0 && n < len(p):
-			// Only the end of the file cuts a direct read off the
-			// alignment, and an unaligned offset cannot be resumed.
-			return n, io.EOF
-		}
-	}
-	return n, nil
-}
+func (x *xfer) readAt(p []byte, off int64) (int, error)  { return x.transfer(OpRead, p, off) }
+func (x *xfer) writeAt(p []byte, off int64) (int, error) { return x.transfer(OpWrite, p, off) }
 
-func (x *xfer) writeAt(p []byte, off int64) (int, error) {
-	if err := x.checkRW("pwrite", p, off); err != nil {
+// transfer reads or writes all of p at off, retrying EINTR and EAGAIN and
+// resuming short transfers. A transfer that moves nothing, or one cut off
+// the alignment (which cannot be resumed at an unaligned offset), ends it:
+// for a read that is the end of the file (io.EOF), for a write
+// io.ErrShortWrite.
+func (x *xfer) transfer(op Op, p []byte, off int64) (int, error) {
+	if err := x.checkRW(op.syscall(), p, off); err != nil {
 		return 0, err
 	}
 	n, retries := 0, 0
 	for n < len(p) {
-		m, err := x.once(OpWrite, p[n:], off+int64(n))
+		m, err := x.once(op, p[n:], off+int64(n))
 		n += m
 		switch {
 		case err != nil && transient(err, &retries):
 		case err != nil:
-			return n, x.wrap("pwrite", err)
+			return n, x.wrap(op.syscall(), err)
 		case m == 0, x.align.Offset > 0 && m%x.align.Offset != 0 && n < len(p):
-			return n, x.wrap("pwrite", io.ErrShortWrite)
+			if op == OpRead {
+				return n, io.EOF
+			}
+			return n, x.wrap(op.syscall(), io.ErrShortWrite)
 		}
 	}
 	return n, nil
@@ -241,7 +256,7 @@ func (x *xfer) sync() error {
 		case err == nil:
 			return nil
 		case !transient(err, &retries):
-			return x.wrap("fdatasync", err)
+			return x.wrap(OpSync.syscall(), err)
 		}
 	}
 }
@@ -257,7 +272,7 @@ func (x *xfer) injectSync() (Fault, bool) {
 // transfer into ErrNotSupported: overlay-on-squashfs and some FUSE
 // filesystems accept O_DIRECT at open and refuse the first I/O.
 func (x *xfer) wrap(op string, err error) error {
-	if x.direct && op != "fdatasync" && errors.Is(err, syscall.EINVAL) {
+	if x.direct && op != OpSync.syscall() && errors.Is(err, syscall.EINVAL) {
 		err = fmt.Errorf("%w: %w", ErrNotSupported, err)
 	}
 	return &os.PathError{Op: op, Path: x.f.Name(), Err: err}

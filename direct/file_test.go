@@ -38,7 +38,7 @@ func TestPageCacheConformance(t *testing.T) {
 	filetest.Run(t, testenv.Dir(t), func(t *testing.T, path string, flag int) filetest.File {
 		f, err := os.OpenFile(path, flag, 0o644)
 		require.NoError(t, err)
-		return direct.FromOS(f)
+		return direct.Buffered(f)
 	})
 }
 

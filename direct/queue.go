@@ -17,16 +17,30 @@ const (
 	OpSync                // fdatasync; covers the writes completed before it was submitted
 )
 
-func (o Op) String() string {
+// names is the one table of an Op's names: String's, and the system call
+// that errors name, as os.PathError's Op ("pwrite"), on every engine.
+func (o Op) names() (name, call string) {
 	switch o {
 	case OpWrite:
-		return "write"
+		return "write", "pwrite"
 	case OpRead:
-		return "read"
+		return "read", "pread"
 	case OpSync:
-		return "fdatasync"
+		return "fdatasync", "fdatasync"
 	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
+	s := fmt.Sprintf("Op(%d)", uint8(o))
+	return s, s
+}
+
+func (o Op) String() string {
+	name, _ := o.names()
+	return name
+}
+
+// syscall names the operation in errors.
+func (o Op) syscall() string {
+	_, call := o.names()
+	return call
 }
 
 // A Request is one asynchronous operation. Buf belongs to the queue from
@@ -127,16 +141,16 @@ type QueueOptions struct {
 	Engine    EngineKind // default EngineAuto
 	Alignment Alignment  // checked on every request; zero means none (a page-cache file); else both fields > 0
 
-	// WriteFlags are RWF_* flags (pwritev2(2)) for every write: the
-	// pwrite engine calls pwritev2 with them, io_uring sets them as the
-	// SQE's rw_flags. fallback uses it for RWF_DONTCACHE. Linux only; 0
-	// means plain writes.
+	// WriteFlags are RWF_* flags (pwritev2(2)) for every write, added to
+	// the File's (see File.WithWriteFlags): the pwrite engine calls
+	// pwritev2 with them, io_uring sets them as the SQE's rw_flags.
+	// Linux only; 0 means plain writes.
 	WriteFlags int
 
 	// Faults, when set, is consulted before every system call the
-	// engine makes for a request (after it, for io_uring): the seam for
-	// fault injection in tests of dio and of programs built on it. See
-	// package faults.
+	// engine makes for a request (after it, for io_uring), in place of
+	// the File's own (see File.WithFaults): the seam for fault injection
+	// in tests of dio and of programs built on it. See package faults.
 	Faults Injector
 }
 
@@ -182,8 +196,10 @@ func newQueue(x xfer, o *QueueOptions) (Queue, error) {
 	if o != nil {
 		opts = *o
 	}
-	x.faults = opts.Faults
-	x.writeFlags = opts.WriteFlags
+	if opts.Faults != nil {
+		x.faults = opts.Faults // this queue's, over the File's (WithFaults)
+	}
+	x.writeFlags |= opts.WriteFlags
 	if opts.Depth <= 0 {
 		opts.Depth = DefaultDepth
 	}

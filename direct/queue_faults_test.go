@@ -141,3 +141,72 @@ func TestQueueRetriesEAGAIN(t *testing.T) {
 		assert.ErrorIs(t, c.Err, syscall.EAGAIN, "%v", kind)
 	}
 }
+
+// TestFileWithFaults: a File from WithFaults injects into its own ReadAt,
+// WriteAt and Sync and into its queues, under the same retry and resume
+// rules as a queue's (a transfer cut off the alignment: io.ErrShortWrite
+// for a write, io.EOF for a read); the File it came from and a queue given
+// Faults of its own do not consult it.
+func TestFileWithFaults(t *testing.T) {
+	f := openOrSkip(t, filepath.Join(testenv.Dir(t), "f"), os.O_RDWR|os.O_CREATE)
+	defer f.Close()
+	p := alignedBlocks(t, f, 2, 1)
+
+	plan := faults.NewPlan(faults.Transient(direct.OpWrite, 2, syscall.EINTR), faults.Fail(direct.OpSync, 0, syscall.EIO))
+	g := f.WithFaults(plan)
+	n, err := g.WriteAt(p, 0)
+	require.NoError(t, err)
+	assert.Equal(t, len(p), n)
+	assert.ErrorIs(t, g.Sync(), syscall.EIO)
+	require.NoError(t, f.Sync(), "the File WithFaults came from consulted its plan")
+	assert.Equal(t, map[string]int{"EINTR": 2, "EIO": 1}, plan.Injected())
+
+	if f.Alignment().Offset > 1 {
+		cut := f.WithFaults(faults.NewPlan(faults.Rule{Fault: direct.Fault{Short: 100}}))
+		n, err = cut.WriteAt(p, 0)
+		assert.ErrorIs(t, err, io.ErrShortWrite)
+		assert.Equal(t, 100, n)
+		n, err = cut.ReadAt(p, 0)
+		assert.ErrorIs(t, err, io.EOF)
+		assert.Equal(t, 100, n)
+	}
+
+	for _, kind := range engines(t) {
+		plan := faults.NewPlan(faults.Fail(direct.OpRead, 0, syscall.EIO))
+		q, err := f.WithFaults(plan).NewQueue(&direct.QueueOptions{Engine: kind})
+		require.NoError(t, err)
+		c := do(t, q, direct.Request{Op: direct.OpRead, Buf: p})
+		assert.ErrorIs(t, c.Err, syscall.EIO, "%v", kind)
+		require.NoError(t, q.Close())
+
+		own := faults.NewPlan()
+		q, err = f.WithFaults(plan).NewQueue(&direct.QueueOptions{Engine: kind, Faults: own})
+		require.NoError(t, err)
+		c = do(t, q, direct.Request{Op: direct.OpRead, Buf: p})
+		require.NoError(t, c.Err, "%v: QueueOptions.Faults did not override the File's", kind)
+		require.NoError(t, q.Close())
+		assert.Equal(t, 1, plan.Injected()["EIO"], "%v", kind)
+	}
+}
+
+// TestBufferedWithFaults: a page-cache File injects the same way, and a
+// short transfer there is resumed, since no alignment forbids it.
+func TestBufferedWithFaults(t *testing.T) {
+	o, err := os.Create(filepath.Join(testenv.Dir(t), "f"))
+	require.NoError(t, err)
+	f := direct.Buffered(o)
+	defer f.Close()
+	plan := faults.NewPlan(faults.Short(direct.OpWrite, 1, 3), faults.Short(direct.OpRead, 1, 2))
+	g := f.WithFaults(plan)
+	n, err := g.WriteAt([]byte("hello, disk"), 5)
+	require.NoError(t, err)
+	assert.Equal(t, 11, n)
+	got := make([]byte, 11)
+	n, err = g.ReadAt(got, 5)
+	require.NoError(t, err)
+	assert.Equal(t, "hello, disk", string(got[:n]))
+	assert.Equal(t, 2, plan.Injected()["short"])
+	n, err = g.ReadAt(got, 10)
+	assert.ErrorIs(t, err, io.EOF)
+	assert.Equal(t, 6, n)
+}

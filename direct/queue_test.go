@@ -15,13 +15,14 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
 // engines returns the engines this kernel can run, by name.
 func engines(t *testing.T) []direct.EngineKind {
 	kinds := []direct.EngineKind{direct.EnginePwrite}
-	if err := direct.URingErrorAt(testenv.Dir(t)); err == nil {
+	if err := fallback.URingErrorAt(testenv.Dir(t)); err == nil {
 		kinds = append(kinds, direct.EngineURing)
 	} else {
 		t.Logf("io_uring not tested: %v", err)

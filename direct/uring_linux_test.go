@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ import (
 // either is missing.
 func uringFile(t *testing.T, depth int) (*direct.File, direct.Queue) {
 	t.Helper()
-	if err := direct.URingErrorAt(testenv.Dir(t)); err != nil {
+	if err := fallback.URingErrorAt(testenv.Dir(t)); err != nil {
 		t.Skipf("io_uring unavailable: %v", err)
 	}
 	f := openOrSkip(t, filepath.Join(testenv.Dir(t), "u"), os.O_RDWR|os.O_CREATE)

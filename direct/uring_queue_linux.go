@@ -193,14 +193,3 @@ func (q *uringQueue) Close() error {
 func (q *uringQueue) RegisterBuffers([][]byte) error {
 	return fmt.Errorf("direct: io_uring fixed buffers on a shared ring: %w", errors.ErrUnsupported)
 }
-
-// syscall names the operation in errors, as the pwrite engine does.
-func (o Op) syscall() string {
-	switch o {
-	case OpWrite:
-		return "pwrite"
-	case OpRead:
-		return "pread"
-	}
-	return "fdatasync"
-}

@@ -12,11 +12,7 @@ func (x *xfer) validate(r Request) error {
 	}
 	switch r.Op {
 	case OpWrite, OpRead:
-		op := "pwrite"
-		if r.Op == OpRead {
-			op = "pread"
-		}
-		return x.checkRW(op, r.Buf, r.Off)
+		return x.checkRW(r.Op.syscall(), r.Buf, r.Off)
 	case OpSync:
 		return nil
 	}

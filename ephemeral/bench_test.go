@@ -35,7 +35,7 @@ func BenchmarkEphemeral(b *testing.B) {
 
 func benchEphemeral(b *testing.B, value, buffer int, p fallback.Policy, reader bool) {
 	if p == fallback.Direct {
-		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+		if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}
@@ -115,7 +115,7 @@ func BenchmarkWriterBesideReaders(b *testing.B) {
 
 func benchWriterBesideReaders(b *testing.B, readers int, p fallback.Policy) {
 	if p == fallback.Direct {
-		if err := direct.URingErrorAt(testenv.Dir(b)); err != nil {
+		if err := fallback.URingErrorAt(testenv.Dir(b)); err != nil {
 			b.Skipf("io_uring unavailable: %v", err)
 		}
 	}

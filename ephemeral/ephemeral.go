@@ -106,7 +106,6 @@ type File struct {
 	closed  bool // set with wmu and rmu held: either guards a read of it
 	reading sync.WaitGroup
 	rd      *readState
-	faults  direct.Injector
 	cleanup runtime.Cleanup // releases an unclosed File's resources; stopped by Close
 }
 
@@ -222,7 +221,7 @@ func Create(dir string, o *Options) (*File, error) {
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Faults: opts.Faults, Context: opts.Context}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Context: opts.Context}
 	if err := opts.validate(ao); err != nil {
 		return nil, err
 	}
@@ -230,7 +229,10 @@ func Create(dir string, o *Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := &File{f: f, faults: opts.Faults, mu: new(sync.Mutex), rd: new(readState)}
+	if opts.Faults != nil {
+		f = fallback.WithFaults(f, opts.Faults) // every read and write meets them
+	}
+	file := &File{f: f, mu: new(sync.Mutex), rd: new(readState)}
 	ao.Lock = file.mu
 	ap, err := appender.New(f, ao)
 	if err != nil {
@@ -640,7 +642,7 @@ func (f *File) readQueue() (direct.Queue, error) {
 	if f.rd.q == nil {
 		// Reads in flight: one per token, the stream's foreground read or
 		// read-ahead, and one to spare.
-		q, err := f.f.NewQueue(&direct.QueueOptions{Depth: maxReads + 2, Faults: f.faults})
+		q, err := f.f.NewQueue(&direct.QueueOptions{Depth: maxReads + 2})
 		if err != nil {
 			return nil, err
 		}

@@ -4,12 +4,11 @@ package fallback
 
 import (
 	"errors"
-	"os"
+
+	"github.com/dio-storage/dio/direct"
 )
 
 // rwfDontCache is Linux's; elsewhere no write carries it.
 const rwfDontCache = 0
 
-func probeDontCache(*os.File, int) error { return errors.ErrUnsupported }
-
-func pwriteDontCache(*os.File, []byte, int64) (int, error) { return 0, errors.ErrUnsupported }
+func probeDontCache(*direct.File, int) error { return errors.ErrUnsupported }

@@ -153,7 +153,7 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 	mode := Mode{Direct: true, Engine: direct.EngineURing}
 	if p == DirectPwrite {
 		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: "chosen by policy"}
-	} else if uerr := direct.URingErrorAt(name); uerr != nil {
+	} else if uerr := URingErrorAt(name); uerr != nil {
 		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: uerr.Error()}
 	}
 	return &file{File: df, mode: mode}, nil
@@ -164,19 +164,20 @@ func openStd(name string, flag int, perm os.FileMode, reason string) (File, erro
 	if err != nil {
 		return nil, err
 	}
-	return &file{File: direct.FromOS(f), mode: Mode{Engine: direct.EnginePwrite, Reason: reason}}, nil
+	return &file{File: direct.Buffered(f), mode: Mode{Engine: direct.EnginePwrite, Reason: reason}}, nil
 }
 
-// openDontCache opens a std-fs file whose writes carry RWF_DONTCACHE where
-// a real write with the flag succeeds, else a plain std-fs file. why is
-// the reason O_DIRECT was not used, if it was tried.
+// openDontCache opens a std-fs file whose writes, through WriteAt and its
+// queues, carry RWF_DONTCACHE where a real write with the flag succeeds,
+// else a plain std-fs file. Reads go through the page cache as usual. why
+// is the reason O_DIRECT was not used, if it was tried.
 func openDontCache(name string, flag int, perm os.FileMode, why string) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	df := direct.FromOS(f)
-	perr := probeDontCache(f, flag)
+	df := direct.Buffered(f)
+	perr := probeDontCache(df, flag)
 	if perr != nil {
 		reason := "RWF_DONTCACHE: " + perr.Error()
 		if why != "" {
@@ -184,33 +185,22 @@ func openDontCache(name string, flag int, perm os.FileMode, why string) (File, e
 		}
 		return &file{File: df, mode: Mode{Engine: direct.EnginePwrite, Reason: reason}}, nil
 	}
-	return &uncached{file{File: df, mode: Mode{DontCache: true, Engine: direct.EnginePwrite, Reason: why}}}, nil
+	return &file{File: df.WithWriteFlags(rwfDontCache), mode: Mode{DontCache: true, Engine: direct.EnginePwrite, Reason: why}}, nil
 }
 
-// uncached is a std-fs file whose writes, through WriteAt and its queues,
-// carry RWF_DONTCACHE. Reads go through the page cache as usual.
-type uncached struct{ file }
-
-// WriteAt writes p at off with pwritev2(RWF_DONTCACHE), resuming short
-// writes.
-func (f *uncached) WriteAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, &os.PathError{Op: "pwritev2", Path: f.Name(), Err: direct.ErrNegativeOffset}
+// WithFaults returns a File over f's descriptor whose reads, writes and
+// fdatasyncs, through its methods and every queue made from it, consult
+// inj before each system call: the one seam for fault injection, under
+// the engine's retries and resumption (see direct.File.WithFaults). It is
+// how blobio and ephemeral apply their Options.Faults. f must come from
+// Open; any other File has no engine of direct's underneath and is
+// returned as it is. Closing either File closes both.
+func WithFaults(f File, inj direct.Injector) File {
+	ff, ok := f.(*file)
+	if !ok {
+		return f
 	}
-	n, err := pwriteDontCache(f.OS(), p, off)
-	if err != nil {
-		return n, &os.PathError{Op: "pwritev2", Path: f.Name(), Err: err}
-	}
-	return n, nil
-}
-
-func (f *uncached) NewQueue(o *direct.QueueOptions) (direct.Queue, error) {
-	var opts direct.QueueOptions
-	if o != nil {
-		opts = *o
-	}
-	opts.WriteFlags |= rwfDontCache
-	return f.file.NewQueue(&opts)
+	return &file{File: ff.File.WithFaults(inj), mode: ff.mode}
 }
 
 // probe reads the first block of a non-empty file: some filesystems accept

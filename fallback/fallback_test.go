@@ -6,13 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/faults"
 	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
@@ -55,7 +58,7 @@ func TestAutoMode(t *testing.T) {
 		require.NoError(t, derr)
 		assert.True(t, m.Direct)
 		assert.True(t, strings.HasPrefix(m.String(), "direct+"), m.String())
-		if uerr := direct.URingErrorAt(path); uerr != nil {
+		if uerr := fallback.URingErrorAt(path); uerr != nil {
 			assert.Equal(t, "direct+pwrite: "+uerr.Error(), m.String())
 		} else {
 			assert.Equal(t, "direct+io_uring", m.String())
@@ -152,5 +155,41 @@ func TestModeString(t *testing.T) {
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, c.m.String())
+	}
+}
+
+// TestWithFaults: the File WithFaults returns keeps the Mode, engine and
+// write flags of the one it wraps, and injects into its WriteAt, Sync and
+// queues; the wrapped File does not.
+func TestWithFaults(t *testing.T) {
+	for _, p := range []fallback.Policy{fallback.Auto, fallback.StdFS, fallback.DontCache} {
+		t.Run(p.String(), func(t *testing.T) {
+			f, err := fallback.Open(filepath.Join(testenv.Dir(t), "f"), os.O_RDWR|os.O_CREATE, 0o644, p)
+			require.NoError(t, err)
+			defer f.Close()
+			plan := faults.NewPlan(faults.Fail(direct.OpWrite, 0, syscall.EIO), faults.Fail(direct.OpSync, 0, syscall.ENOSPC))
+			g := fallback.WithFaults(f, plan)
+			assert.Equal(t, f.Mode(), g.Mode())
+			assert.Equal(t, f.Alignment(), g.Alignment())
+
+			b, err := aligned.New(aligned.Up(4096, f.Alignment().Block()), f.Alignment().Memory)
+			require.NoError(t, err)
+			defer b.Free()
+			_, err = g.WriteAt(b.Bytes(), 0)
+			assert.ErrorIs(t, err, syscall.EIO)
+			assert.ErrorIs(t, g.Sync(), syscall.ENOSPC)
+			q, err := g.NewQueue(nil)
+			require.NoError(t, err)
+			defer q.Close()
+			assert.Equal(t, f.Mode().Engine, q.Engine())
+			done := make(chan direct.Completion, 1)
+			require.NoError(t, q.Submit(direct.Request{Op: direct.OpWrite, Buf: b.Bytes(), Done: done}))
+			assert.ErrorIs(t, q.Await(done).Err, syscall.EIO)
+			assert.Equal(t, map[string]int{"EIO": 2, "ENOSPC": 1}, plan.Injected())
+
+			_, err = f.WriteAt(b.Bytes(), 0)
+			require.NoError(t, err, "the wrapped File consulted the plan")
+			require.NoError(t, f.Sync())
+		})
 	}
 }

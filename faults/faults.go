@@ -1,8 +1,12 @@
 // Package faults makes dio's I/O fail on purpose, for tests of dio and of
-// programs built on it. A Plan is a direct.Injector: hand it to
-// blobio.Options.Faults, ephemeral.Options.Faults or
-// direct.QueueOptions.Faults, and the engine underneath fails, shortens or
-// delays the system calls its rules pick.
+// programs built on it. A Plan is a direct.Injector, and the file carries
+// it, as Pebble's errorfs wraps the filesystem: direct.File.WithFaults and
+// fallback.WithFaults return a file whose reads, writes and fdatasyncs,
+// through its methods and every queue made from it, meet the Plan before
+// each system call, under the engine's own retries and resumption.
+// blobio.Options.Faults and ephemeral.Options.Faults wrap the file they
+// open; direct.QueueOptions.Faults sets one queue's. The engine then fails,
+// shortens or delays the system calls the Plan's rules pick.
 package faults
 
 import (

@@ -242,7 +242,7 @@ func (p *Probe) probeDontCache(path string) error {
 // probeURing writes one block through a real ring: on the direct file where
 // O_DIRECT works, else through the page cache.
 func (p *Probe) probeURing(path string) {
-	if err := direct.URingErrorAt(path); err != nil {
+	if err := fallback.URingErrorAt(path); err != nil {
 		p.IOURingError = err.Error()
 		return
 	}

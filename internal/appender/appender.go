@@ -79,7 +79,6 @@ type Options struct {
 	MaxWrite   int           // bytes per merged write at most; 0: DefaultMaxWrite; at most half the buffers
 	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a slab of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
-	Faults     direct.Injector
 
 	// Context bounds New's wait for the first buffer of a spent Pool, the
 	// only wait on the Pool: later buffers are taken only when one is
@@ -224,7 +223,7 @@ func New(f File, o Options) (*Appender, error) {
 	// when flushes cut runs short (Submit then waits for a slot). Readers
 	// of the same file use queues of their own.
 	depth := (o.Buffers + mergeSlots - 1) / mergeSlots
-	q, err := f.NewQueue(&direct.QueueOptions{Depth: depth, Faults: o.Faults})
+	q, err := f.NewQueue(&direct.QueueOptions{Depth: depth})
 	if err != nil {
 		return nil, err
 	}

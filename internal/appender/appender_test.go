@@ -91,7 +91,7 @@ func TestMergedWrites(t *testing.T) {
 			f, path := open(t, p)
 			const bufSize, maxWrite = 4096, 16384
 			rec := &recorder{delay: 2 * time.Millisecond, failAt: -1}
-			a, err := New(f, Options{BufferSize: bufSize, Buffers: 8, MaxWrite: maxWrite, Faults: rec})
+			a, err := New(fallback.WithFaults(f, rec), Options{BufferSize: bufSize, Buffers: 8, MaxWrite: maxWrite})
 			require.NoError(t, err)
 			want := fill(t, a, 1<<20+123, 1)
 			require.NoError(t, a.Close())
@@ -127,7 +127,7 @@ func TestWritesCoverStream(t *testing.T) {
 	f, path := open(t, fallback.Auto)
 	align := f.Alignment().Offset
 	rec := &recorder{failAt: -1}
-	a, err := New(f, Options{BufferSize: 8192, Buffers: 6, MaxWrite: 24576, Faults: rec})
+	a, err := New(fallback.WithFaults(f, rec), Options{BufferSize: 8192, Buffers: 6, MaxWrite: 24576})
 	require.NoError(t, err)
 	var want []byte
 	for i := range 40 {
@@ -160,7 +160,7 @@ func TestSharedPoolDoesNotMerge(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	rec := &recorder{delay: time.Millisecond, failAt: -1}
-	a, err := New(f, Options{Pool: pool, Buffers: 8, Faults: rec})
+	a, err := New(fallback.WithFaults(f, rec), Options{Pool: pool, Buffers: 8})
 	require.NoError(t, err)
 	want := fill(t, a, 200_000, 2)
 	require.NoError(t, a.Close())
@@ -188,7 +188,7 @@ func TestMergedWriteFails(t *testing.T) {
 func testWriteFails(t *testing.T, p fallback.Policy, shared bool) {
 	f, _ := open(t, p)
 	rec := &recorder{delay: time.Millisecond, failAt: 100_000}
-	o := Options{BufferSize: 4096, Buffers: 8, MaxWrite: 16384, Faults: rec}
+	o := Options{BufferSize: 4096, Buffers: 8, MaxWrite: 16384}
 	if shared {
 		pool, err := aligned.NewPool(4096, 4096, 8*4096)
 		require.NoError(t, err)
@@ -198,7 +198,7 @@ func testWriteFails(t *testing.T, p fallback.Policy, shared bool) {
 		}()
 		o.Pool = pool
 	}
-	a, err := New(f, o)
+	a, err := New(fallback.WithFaults(f, rec), o)
 	require.NoError(t, err)
 	var werr error
 	for i := 0; i < 1000 && werr == nil; i++ {

@@ -92,7 +92,7 @@ func Run(c Config) (Result, error) {
 		return Result{}, fmt.Errorf("ingest: bad config: value %d, buffer %d, bytes %d", c.Value, c.Buffer, c.Bytes)
 	}
 	if c.Engine.Policy == fallback.Direct {
-		if err := direct.URingErrorAt(c.Dir); err != nil {
+		if err := fallback.URingErrorAt(c.Dir); err != nil {
 			return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}

@@ -178,7 +178,7 @@ func RunRead(c ReadConfig) (ReadResult, error) {
 // engine's policy.
 func (c ReadConfig) readBlobs() (ReadResult, error) {
 	if c.Engine.Policy == fallback.Direct {
-		if err := direct.URingErrorAt(c.Path); err != nil {
+		if err := fallback.URingErrorAt(c.Path); err != nil {
 			return ReadResult{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
