@@ -6,13 +6,18 @@ import (
 	"runtime"
 )
 
-// DefaultBlockSize, 64 KiB, is the size of the I/O buffers dio uses unless
+// DefaultBufferSize, 64 KiB, is the size of the I/O buffers dio uses unless
 // told otherwise (blobio's and ephemeral's Options.BufferSize). It is a
 // buffer size, a whole number of any device's blocks, not a device's block
-// size: that is direct.Alignment's. Neon's pageserver measured io_uring at
-// 67% of std-fs with 8 KiB buffers and 87% with 64 KiB ones on the same
-// ingest.
-const DefaultBlockSize = 64 << 10
+// size: that is direct.Alignment's Block. Neon's pageserver measured
+// io_uring at 67% of std-fs with 8 KiB buffers and 87% with 64 KiB ones on
+// the same ingest.
+const DefaultBufferSize = 64 << 10
+
+// DefaultBlockSize is DefaultBufferSize's old name.
+//
+// Deprecated: it is a buffer size, not a block size; use DefaultBufferSize.
+const DefaultBlockSize = DefaultBufferSize
 
 // Errors returned by New and NewPool.
 var (

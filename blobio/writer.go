@@ -66,7 +66,7 @@ func (o *Options) withDefaults() Options {
 		d = *o
 	}
 	if d.BufferSize <= 0 {
-		d.BufferSize = aligned.DefaultBlockSize
+		d.BufferSize = aligned.DefaultBufferSize
 	}
 	return d
 }

@@ -190,7 +190,7 @@ func New(f File, o Options) (*Appender, error) {
 	case o.Pool != nil:
 		o.BufferSize = o.Pool.BufferSize()
 	case o.BufferSize <= 0:
-		o.BufferSize = aligned.DefaultBlockSize
+		o.BufferSize = aligned.DefaultBufferSize
 	default:
 		o.BufferSize = aligned.Up(o.BufferSize, max(a.Block(), 512))
 	}
