@@ -27,7 +27,7 @@ var (
 
 // A Buffer is a fixed block of memory whose address and length are multiples
 // of its alignment. A Buffer must stay reachable while the kernel uses its
-// memory; Free releases it.
+// memory; Free releases it, or Pool.Put for a buffer from a Pool.
 type Buffer struct {
 	mem     []byte
 	align   int
@@ -82,8 +82,20 @@ func (b *Buffer) Size() int { return len(b.mem) }
 func (b *Buffer) Align() int { return b.align }
 
 // Free releases the buffer's memory. Calling Free more than once is a no-op.
-// A buffer that came from a Pool goes back with Pool.Put instead.
+//
+// A buffer that came from a Pool is not its user's to free: it goes back
+// with Pool.Put, and Free panics, as unlocking an unlocked sync.Mutex
+// does. Freeing it would keep its share of the pool's budget spent for
+// good, or, once Put back, hand the next Get a buffer with no memory.
 func (b *Buffer) Free() {
+	if b.pool != nil {
+		panic("aligned: Free of a buffer that belongs to a Pool; return it with Put")
+	}
+	b.free()
+}
+
+// free releases the memory, pooled or not.
+func (b *Buffer) free() {
 	if b.region == nil {
 		return
 	}

@@ -137,7 +137,7 @@ func (p *Pool) Put(b *Buffer) {
 	b.idle = true
 	if p.closed {
 		p.allocated--
-		b.Free()
+		b.free()
 	} else {
 		p.idle = append(p.idle, b)
 	}
@@ -171,7 +171,7 @@ func (p *Pool) Close() {
 	defer p.mu.Unlock()
 	p.closed = true
 	for _, b := range p.idle {
-		b.Free()
+		b.free()
 	}
 	p.allocated -= len(p.idle)
 	p.idle = nil
