@@ -258,7 +258,7 @@ func (o *Options) validate(ao appender.Options) error {
 	}
 	if p := o.Pool; p != nil && (o.IO == fallback.Direct || o.IO == fallback.DirectPwrite) {
 		// O_DIRECT demands at least this much alignment everywhere.
-		if a := (direct.Alignment{Memory: 512, Offset: 512}); p.BufferSize()%a.Block() != 0 || p.Align()%a.Memory != 0 {
+		if a := (direct.Alignment{Memory: direct.MinAlignment, Offset: direct.MinAlignment}); p.BufferSize()%a.Block() != 0 || p.Align()%a.Memory != 0 {
 			return fmt.Errorf("%w: a pool of %d-byte buffers aligned to %d does not fit O_DIRECT's alignment of at least %v",
 				ErrInvalidOptions, p.BufferSize(), p.Align(), a)
 		}
@@ -587,7 +587,7 @@ func (f *File) newBuf() (*readBuf, error) {
 		b.n = 0
 		return b, nil
 	}
-	b, err := aligned.New(rd.size, max(f.f.Alignment().Memory, 512))
+	b, err := aligned.New(rd.size, max(f.f.Alignment().Memory, direct.MinAlignment))
 	if err != nil {
 		return nil, err
 	}

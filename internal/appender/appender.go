@@ -192,7 +192,7 @@ func New(f File, o Options) (*Appender, error) {
 	case o.BufferSize <= 0:
 		o.BufferSize = aligned.DefaultBufferSize
 	default:
-		o.BufferSize = aligned.Up(o.BufferSize, max(a.Block(), 512))
+		o.BufferSize = aligned.Up(o.BufferSize, max(a.Block(), direct.MinAlignment))
 	}
 	if o.BufferSize%a.Block() != 0 {
 		return nil, invalid("buffer size %d is not a multiple of the file's alignment %v", o.BufferSize, a)
@@ -245,7 +245,7 @@ func New(f File, o Options) (*Appender, error) {
 		// are committed as the ring first fills them (NewLazy): every byte
 		// a write takes was copied in or padded by the CPU first, so no
 		// write faults a page in, and an idle writer holds no memory.
-		ap.slab, err = aligned.NewLazy(o.Buffers*o.BufferSize, max(a.Memory, 512))
+		ap.slab, err = aligned.NewLazy(o.Buffers*o.BufferSize, max(a.Memory, direct.MinAlignment))
 		if err != nil {
 			ap.release()
 			return nil, err
