@@ -75,7 +75,7 @@ import (
 // Options configure New.
 type Options struct {
 	BufferSize int           // bytes per buffer, rounded up to the file's alignment; 0: 64 KiB
-	Buffers    int           // buffers owned at most; 0: two MaxWrite writes with O_DIRECT and no Pool, else DefaultBuffers
+	Buffers    int           // buffers owned at most; 0: two MaxWrite writes with O_DIRECT and no Pool, at least DefaultBuffers; else DefaultBuffers
 	MaxWrite   int           // bytes per merged write at most; 0: DefaultMaxWrite; at most half the buffers
 	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a slab of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
