@@ -748,8 +748,7 @@ func (f *File) startAhead() {
 func blobError(off int64, err error) error {
 	var ce *blobio.CorruptError
 	if errors.As(err, &ce) {
-		// DecodeHeader's offsets are its input's: make them the file's.
-		return &blobio.CorruptError{Off: off + ce.Off, Reason: ce.Reason, Err: ce.Err}
+		return ce.At(off) // DecodeHeader's offsets are its input's: make them the file's
 	}
 	return fmt.Errorf("ephemeral: blob at %d: %w", off, err)
 }
