@@ -1,6 +1,8 @@
-// Package filetest is the conformance suite for dio's file contract, run
-// against direct files and std-fs files alike so that both paths are held to
-// the same behaviour.
+// Package filetest is test support: the conformance suite for dio's file
+// contract, run against direct files and std-fs files alike so that both
+// paths are held to the same behaviour (Run), and the fault tests of the
+// writers built on that contract, one table and one set of assertions for
+// blobio's and ephemeral's (FaultTest).
 package filetest
 
 import (
