@@ -72,7 +72,7 @@ func check(size, align int) error {
 }
 
 // Bytes returns the whole buffer; len and cap both equal its size. The slice
-// is invalid after Free.
+// is invalid after Free, or after Put for a buffer from a Pool.
 func (b *Buffer) Bytes() []byte { return b.mem }
 
 // Size returns the capacity of the buffer in bytes.

@@ -49,7 +49,8 @@ func NewPool(bufSize, align, budget int) (*Pool, error) {
 }
 
 // Get returns a buffer, waiting while the budget is spent. It returns the
-// context's error if ctx ends first. The buffer's contents are unspecified.
+// context's error if ctx ends first, and ErrPoolClosed once the Pool is
+// closed. The buffer's contents are unspecified.
 func (p *Pool) Get(ctx context.Context) (*Buffer, error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -69,6 +70,7 @@ func (p *Pool) Get(ctx context.Context) (*Buffer, error) {
 }
 
 // TryGet returns a buffer if the budget allows one now, and false otherwise.
+// Its error, with false, is ErrPoolClosed or the allocation's.
 func (p *Pool) TryGet() (*Buffer, bool, error) {
 	select {
 	case p.slots <- struct{}{}:

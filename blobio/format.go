@@ -151,7 +151,8 @@ func AppendHeader(dst []byte, n int, c Compression) ([]byte, error) {
 // the stored length that follows it and the compression. If p is shorter
 // than the header, the error is io.ErrUnexpectedEOF; unknown compression
 // bits give a *CorruptError (matching ErrCorrupt) whose Off is 0, the
-// start of p: a caller that read p at a file offset adds that offset.
+// start of p: a caller that read p at a file offset moves it there with
+// CorruptError.At.
 func DecodeHeader(p []byte) (size, n int, c Compression, err error) {
 	if len(p) == 0 {
 		return 0, 0, None, io.ErrUnexpectedEOF

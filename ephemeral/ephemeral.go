@@ -384,7 +384,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return r.read(p, off, off+int64(len(p)), f.Size())
 }
 
-// ReadBlob reads the blob at off, appending it to dst[:0].
+// ReadBlob reads the blob at off, appending it to dst[:0]. A header that is
+// not a blob's gives a *blobio.CorruptError at off, matching blobio.ErrCorrupt.
 func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	r, err := f.startRead()
 	if err != nil {
