@@ -6,13 +6,18 @@ import (
 	"runtime"
 )
 
-// DefaultBlockSize, 64 KiB, is the size of the I/O buffers dio uses unless
+// DefaultBufferSize, 64 KiB, is the size of the I/O buffers dio uses unless
 // told otherwise (blobio's and ephemeral's Options.BufferSize). It is a
 // buffer size, a whole number of any device's blocks, not a device's block
-// size: that is direct.Alignment's. Neon's pageserver measured io_uring at
-// 67% of std-fs with 8 KiB buffers and 87% with 64 KiB ones on the same
-// ingest.
-const DefaultBlockSize = 64 << 10
+// size: that is direct.Alignment's Block. Neon's pageserver measured
+// io_uring at 67% of std-fs with 8 KiB buffers and 87% with 64 KiB ones on
+// the same ingest.
+const DefaultBufferSize = 64 << 10
+
+// DefaultBlockSize is DefaultBufferSize's old name.
+//
+// Deprecated: it is a buffer size, not a block size; use DefaultBufferSize.
+const DefaultBlockSize = DefaultBufferSize
 
 // Errors returned by New and NewPool.
 var (
@@ -22,7 +27,7 @@ var (
 
 // A Buffer is a fixed block of memory whose address and length are multiples
 // of its alignment. A Buffer must stay reachable while the kernel uses its
-// memory; Free releases it.
+// memory; Free releases it, or Pool.Put for a buffer from a Pool.
 type Buffer struct {
 	mem     []byte
 	align   int
@@ -67,7 +72,7 @@ func check(size, align int) error {
 }
 
 // Bytes returns the whole buffer; len and cap both equal its size. The slice
-// is invalid after Free.
+// is invalid after Free, or after Put for a buffer from a Pool.
 func (b *Buffer) Bytes() []byte { return b.mem }
 
 // Size returns the capacity of the buffer in bytes.
@@ -77,8 +82,20 @@ func (b *Buffer) Size() int { return len(b.mem) }
 func (b *Buffer) Align() int { return b.align }
 
 // Free releases the buffer's memory. Calling Free more than once is a no-op.
-// A buffer that came from a Pool goes back with Pool.Put instead.
+//
+// A buffer that came from a Pool is not its user's to free: it goes back
+// with Pool.Put, and Free panics, as unlocking an unlocked sync.Mutex
+// does. Freeing it would keep its share of the pool's budget spent for
+// good, or, once Put back, hand the next Get a buffer with no memory.
 func (b *Buffer) Free() {
+	if b.pool != nil {
+		panic("aligned: Free of a buffer that belongs to a Pool; return it with Put")
+	}
+	b.free()
+}
+
+// free releases the memory, pooled or not.
+func (b *Buffer) free() {
 	if b.region == nil {
 		return
 	}

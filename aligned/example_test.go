@@ -9,7 +9,7 @@ import (
 
 func ExamplePool() {
 	// Two 64 KiB buffers at most, aligned for any device up to 4 KiB sectors.
-	pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, 2*aligned.DefaultBlockSize)
+	pool, err := aligned.NewPool(aligned.DefaultBufferSize, 4096, 2*aligned.DefaultBufferSize)
 	if err != nil {
 		panic(err)
 	}

@@ -49,7 +49,8 @@ func NewPool(bufSize, align, budget int) (*Pool, error) {
 }
 
 // Get returns a buffer, waiting while the budget is spent. It returns the
-// context's error if ctx ends first. The buffer's contents are unspecified.
+// context's error if ctx ends first, and ErrPoolClosed once the Pool is
+// closed. The buffer's contents are unspecified.
 func (p *Pool) Get(ctx context.Context) (*Buffer, error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -69,6 +70,7 @@ func (p *Pool) Get(ctx context.Context) (*Buffer, error) {
 }
 
 // TryGet returns a buffer if the budget allows one now, and false otherwise.
+// Its error, with false, is ErrPoolClosed or the allocation's.
 func (p *Pool) TryGet() (*Buffer, bool, error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -137,7 +139,7 @@ func (p *Pool) Put(b *Buffer) {
 	b.idle = true
 	if p.closed {
 		p.allocated--
-		b.Free()
+		b.free()
 	} else {
 		p.idle = append(p.idle, b)
 	}
@@ -171,7 +173,7 @@ func (p *Pool) Close() {
 	defer p.mu.Unlock()
 	p.closed = true
 	for _, b := range p.idle {
-		b.Free()
+		b.free()
 	}
 	p.allocated -= len(p.idle)
 	p.idle = nil

@@ -70,7 +70,15 @@ func TestPoolMisuse(t *testing.T) {
 	other, err := New(4096, 4096)
 	require.NoError(t, err)
 	defer other.Free()
-	assert.Panics(t, func() { p.Put(other) })
+	assert.PanicsWithValue(t, "aligned: Put of a buffer that did not come from this pool", func() { p.Put(other) })
+	q, err := NewPool(4096, 4096, 1<<20)
+	require.NoError(t, err)
+	defer q.Close()
+	fromQ, err := q.Get(context.Background())
+	require.NoError(t, err)
+	assert.Panics(t, func() { p.Put(fromQ) }, "a buffer of another pool of the same shape")
+	q.Put(fromQ)
+	assert.Zero(t, q.Stats().InUse)
 	p.Put(nil)
 
 	p.Close()
@@ -115,4 +123,27 @@ func TestPoolConcurrentNeverExceedsBudget(t *testing.T) {
 	assert.LessOrEqual(t, st.HighWater, capacity)
 	assert.LessOrEqual(t, st.Allocated, capacity)
 	assert.Equal(t, 0, st.InUse)
+}
+
+// TestPoolRefusesFree: Free on a pooled buffer panics and leaves it whole,
+// so Put still returns it and the budget is back to full.
+func TestPoolRefusesFree(t *testing.T) {
+	p, err := NewPool(4096, 4096, 4096)
+	require.NoError(t, err)
+	defer p.Close()
+	b, err := p.Get(context.Background())
+	require.NoError(t, err)
+	const want = "aligned: Free of a buffer that belongs to a Pool; return it with Put"
+	assert.PanicsWithValue(t, want, b.Free)
+	assert.Len(t, b.Bytes(), 4096, "a refused Free releases nothing")
+	p.Put(b)
+	assert.PanicsWithValue(t, want, b.Free, "an idle pooled buffer is not the caller's either")
+	assert.Equal(t, PoolStats{BufferSize: 4096, Capacity: 1, InUse: 0, HighWater: 1, Allocated: 1}, p.Stats())
+
+	again, ok, err := p.TryGet()
+	require.NoError(t, err)
+	require.True(t, ok, "the budget is whole again")
+	assert.Same(t, b, again)
+	again.Bytes()[4095] = 1 // its memory is still mapped
+	p.Put(again)
 }

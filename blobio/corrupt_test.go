@@ -32,6 +32,9 @@ func TestCorruptError(t *testing.T) {
 
 	cause := errors.New("zstd: bad magic")
 	err = &CorruptError{Off: 7, Reason: "compressed data", Err: cause}
+	moved := ce.At(100)
+	assert.Equal(t, &CorruptError{Off: 4196, Reason: ce.Reason, Err: ce.Err}, moved)
+	assert.Equal(t, int64(4096), ce.Off, "At leaves its receiver alone")
 	assert.ErrorIs(t, err, cause)
 	assert.ErrorIs(t, err, ErrCorrupt)
 	assert.Equal(t, "blobio: corrupt blob at offset 7: compressed data: zstd: bad magic", err.Error())

@@ -55,7 +55,8 @@ var (
 //
 // Code that finds corruption at off reports &CorruptError{Off: off,
 // Reason: "what is wrong", Err: cause}, Err being nil or the error
-// behind it (zstd's).
+// behind it (zstd's); code that decodes bytes it read at some offset moves
+// DecodeHeader's errors to the file's offsets with At.
 type CorruptError struct {
 	Off    int64  // offset of the blob's header
 	Reason string // what is wrong, such as "compression bits 0xa0 in header"
@@ -79,15 +80,21 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 // Unwrap returns the cause, if any.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// corruptAt moves a *CorruptError found in bytes read at file offset off
-// (DecodeHeader's, whose Off is relative to its input) to the file's
-// offsets; any other error is returned as it is.
+// At returns a copy of e for bytes that were read at file offset base: its
+// Off, relative to those bytes (as DecodeHeader reports it), becomes the
+// file's. e is not changed.
+func (e *CorruptError) At(base int64) *CorruptError {
+	return &CorruptError{Off: base + e.Off, Reason: e.Reason, Err: e.Err}
+}
+
+// corruptAt moves a *CorruptError in err, found in bytes read at file
+// offset off, to the file's offsets; any other error is returned as it is.
 func corruptAt(off int64, err error) error {
 	var ce *CorruptError
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return &CorruptError{Off: off + ce.Off, Reason: ce.Reason, Err: ce.Err}
+	return ce.At(off)
 }
 
 // Compression is how a blob's bytes are stored.
@@ -144,7 +151,8 @@ func AppendHeader(dst []byte, n int, c Compression) ([]byte, error) {
 // the stored length that follows it and the compression. If p is shorter
 // than the header, the error is io.ErrUnexpectedEOF; unknown compression
 // bits give a *CorruptError (matching ErrCorrupt) whose Off is 0, the
-// start of p: a caller that read p at a file offset adds that offset.
+// start of p: a caller that read p at a file offset moves it there with
+// CorruptError.At.
 func DecodeHeader(p []byte) (size, n int, c Compression, err error) {
 	if len(p) == 0 {
 		return 0, 0, None, io.ErrUnexpectedEOF

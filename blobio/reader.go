@@ -162,12 +162,12 @@ func Open(path string, o *Options) (*Reader, error) {
 		size = opts.Size
 	}
 	a := f.Alignment()
-	block := max(a.Block(), 512)
+	block := max(a.Block(), direct.MinAlignment)
 	scan := opts.BufferSize
 	if o == nil || o.BufferSize <= 0 {
 		scan = DefaultScanRead
 	}
-	memAl := max(a.Memory, 512)
+	memAl := max(a.Memory, direct.MinAlignment)
 	r := &Reader{
 		f:        f,
 		size:     size,

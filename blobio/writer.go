@@ -18,7 +18,7 @@ import (
 // Options configure a Writer or Reader. A nil *Options means defaults.
 type Options struct {
 	BufferSize  int             // bytes per buffer, and per Scanner read; default 64 KiB (DefaultScanRead for a Scanner), rounded up to the file's alignment
-	Buffers     int             // buffers per writer; default: two merged 512 KiB writes with O_DIRECT (16 of 64 KiB), 4 through the page cache or a Pool
+	Buffers     int             // buffers per writer; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool
 	IO          fallback.Policy // default Auto
 	Compression Compression     // default None
 
@@ -66,7 +66,7 @@ func (o *Options) withDefaults() Options {
 		d = *o
 	}
 	if d.BufferSize <= 0 {
-		d.BufferSize = aligned.DefaultBlockSize
+		d.BufferSize = aligned.DefaultBufferSize
 	}
 	return d
 }

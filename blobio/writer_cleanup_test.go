@@ -19,7 +19,7 @@ import (
 func TestUnclosedWriterReleased(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
-			pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, 4*aligned.DefaultBlockSize)
+			pool, err := aligned.NewPool(aligned.DefaultBufferSize, 4096, 4*aligned.DefaultBufferSize)
 			require.NoError(t, err)
 			defer pool.Close()
 			dir := testenv.Dir(t)

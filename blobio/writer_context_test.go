@@ -20,7 +20,7 @@ import (
 // once a buffer comes back, a waiting Create gets it.
 func TestCreateContext(t *testing.T) {
 	dir := testenv.Dir(t)
-	pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, aligned.DefaultBlockSize)
+	pool, err := aligned.NewPool(aligned.DefaultBufferSize, 4096, aligned.DefaultBufferSize)
 	require.NoError(t, err)
 	defer pool.Close()
 	held, err := pool.Get(context.Background())

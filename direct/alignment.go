@@ -5,8 +5,17 @@ import (
 	"unsafe"
 )
 
+// MinAlignment, 512 bytes, is the sector: the smallest logical block size a
+// Linux block device can have (the kernel's SECTOR_SIZE; its block layer
+// refuses a smaller one), so no O_DIRECT file asks for offsets and lengths
+// on a finer grid. dio aligns buffers' sizes and addresses to at
+// least this much even where a file reports less (a page-cache file
+// reports 1; NVMe's memory alignment can be 4), so a buffer fits any
+// direct file it may meet.
+const MinAlignment = 512
+
 // DefaultAlignment is used when neither the filesystem nor a block device
-// says anything: 4096 covers 512-byte and 4 KiB-sector devices alike.
+// says anything: 4096 covers MinAlignment and 4 KiB-sector devices alike.
 const DefaultAlignment = 4096
 
 // Alignment is what direct I/O on one file demands: buffer addresses must be

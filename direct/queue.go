@@ -103,8 +103,10 @@ type Queue interface {
 // A BufferRegistrar is a Queue that can register buffers with the kernel
 // (io_uring's fixed buffers), so that requests inside them skip the page
 // pinning of every I/O. A refusal leaves the queue working as before, with
-// plain requests. The io_uring engine refuses (its rings are shared; see
-// its RegisterBuffers), with an error matching errors.ErrUnsupported.
+// plain requests. The io_uring engine refuses, with an error matching
+// errors.ErrUnsupported: its rings are shared by every file of the process
+// and so is a ring's one table of registered buffers, and a ring of a
+// writer's own did not pay for itself where the device sets the pace.
 type BufferRegistrar interface {
 	RegisterBuffers(bufs [][]byte) error
 }

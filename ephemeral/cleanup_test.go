@@ -18,7 +18,7 @@ import (
 func TestUnclosedFileReleased(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
-			pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, 4*aligned.DefaultBlockSize)
+			pool, err := aligned.NewPool(aligned.DefaultBufferSize, 4096, 4*aligned.DefaultBufferSize)
 			require.NoError(t, err)
 			defer pool.Close()
 			dir := testenv.Dir(t)
@@ -32,7 +32,7 @@ func TestUnclosedFileReleased(t *testing.T) {
 			func() {
 				f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p, Pool: pool})
 				require.NoError(t, err)
-				data := make([]byte, 3*aligned.DefaultBlockSize)
+				data := make([]byte, 3*aligned.DefaultBufferSize)
 				for i := range data {
 					data[i] = byte(i)
 				}

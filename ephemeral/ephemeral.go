@@ -30,7 +30,7 @@ var (
 // Options configure Create. A nil *Options means defaults.
 type Options struct {
 	BufferSize int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
-	Buffers    int             // buffers per file; default: two merged 512 KiB writes with O_DIRECT (16 of 64 KiB), 4 through the page cache or a Pool
+	Buffers    int             // buffers per file; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool
 	IO         fallback.Policy // default Auto
 
 	// Pool, when set, supplies the write buffers, so that many files
@@ -260,7 +260,7 @@ func (o *Options) validate(ao appender.Options) error {
 	}
 	if p := o.Pool; p != nil && (o.IO == fallback.Direct || o.IO == fallback.DirectPwrite) {
 		// O_DIRECT demands at least this much alignment everywhere.
-		if a := (direct.Alignment{Memory: 512, Offset: 512}); p.BufferSize()%a.Block() != 0 || p.Align()%a.Memory != 0 {
+		if a := (direct.Alignment{Memory: direct.MinAlignment, Offset: direct.MinAlignment}); p.BufferSize()%a.Block() != 0 || p.Align()%a.Memory != 0 {
 			return fmt.Errorf("%w: a pool of %d-byte buffers aligned to %d does not fit O_DIRECT's alignment of at least %v",
 				ErrInvalidOptions, p.BufferSize(), p.Align(), a)
 		}
@@ -386,7 +386,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return r.read(p, off, off+int64(len(p)), f.Size())
 }
 
-// ReadBlob reads the blob at off, appending it to dst[:0].
+// ReadBlob reads the blob at off, appending it to dst[:0]. A header that is
+// not a blob's gives a *blobio.CorruptError at off, matching blobio.ErrCorrupt.
 func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	r, err := f.startRead()
 	if err != nil {
@@ -589,7 +590,7 @@ func (f *File) newBuf() (*readBuf, error) {
 		b.n = 0
 		return b, nil
 	}
-	b, err := aligned.New(rd.size, max(f.f.Alignment().Memory, 512))
+	b, err := aligned.New(rd.size, max(f.f.Alignment().Memory, direct.MinAlignment))
 	if err != nil {
 		return nil, err
 	}
@@ -750,8 +751,7 @@ func (f *File) startAhead() {
 func blobError(off int64, err error) error {
 	var ce *blobio.CorruptError
 	if errors.As(err, &ce) {
-		// DecodeHeader's offsets are its input's: make them the file's.
-		return &blobio.CorruptError{Off: off + ce.Off, Reason: ce.Reason, Err: ce.Err}
+		return ce.At(off) // DecodeHeader's offsets are its input's: make them the file's
 	}
 	return fmt.Errorf("ephemeral: blob at %d: %w", off, err)
 }

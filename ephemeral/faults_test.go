@@ -2,11 +2,9 @@ package ephemeral_test
 
 import (
 	"bytes"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,79 +14,71 @@ import (
 	"github.com/dio-storage/dio/ephemeral"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/faults"
+	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-// TestWriteFailure fails a write with EIO: the error is sticky, and every
-// byte appended before it still reads back, from disk or from the buffer
-// whose write failed, which the file keeps.
-func TestWriteFailure(t *testing.T) {
-	for _, p := range testenv.Policies() {
-		t.Run(p.String(), func(t *testing.T) {
-			goroutines := runtime.NumGoroutine()
-			pool, err := aligned.NewPool(8<<10, 4096, 3*(8<<10))
-			require.NoError(t, err)
-			defer pool.Close()
-			plan := faults.NewPlan(faults.Fail(direct.OpWrite, 5, syscall.EIO))
-			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, Pool: pool, Buffers: 3, Faults: plan})
-			require.NoError(t, err)
-			var mirror []byte
-			var failure error
-			for i := 0; i < 10000 && failure == nil; i++ {
-				v := bytes.Repeat([]byte{byte(i)}, 100)
-				n, err := f.Write(v)
-				mirror = append(mirror, v[:n]...)
-				failure = err
-			}
-			require.ErrorIs(t, failure, syscall.EIO)
-			_, err = f.Write([]byte("x"))
-			assert.ErrorIs(t, err, syscall.EIO, "sticky")
-			_, err = f.WriteBlob([]byte("x"))
-			assert.ErrorIs(t, err, syscall.EIO, "sticky")
-			assert.Equal(t, int64(len(mirror)), f.Size())
-
-			got := make([]byte, len(mirror))
-			n, err := f.ReadAt(got, 0)
-			require.NoError(t, err)
-			require.Equal(t, len(mirror), n)
-			require.True(t, bytes.Equal(mirror, got), "bytes acknowledged before the failure were lost")
-			require.NoError(t, f.Close())
-			assert.Zero(t, pool.Stats().InUse, "buffers leaked")
-			testenv.WaitGoroutines(t, goroutines)
-			t.Logf("%d bytes acknowledged and read back after the fault; injected %v", len(mirror), plan.Injected())
-		})
-	}
+// faultFile is an ephemeral.File under a fault plan. Every byte Write
+// acknowledges is the file's: on disk, or in the buffer whose write failed,
+// which the file keeps.
+type faultFile struct {
+	f      *ephemeral.File
+	data   func(i int) []byte
+	mirror []byte
 }
 
-// TestTransientFaults: retries and resumed short transfers on both the
-// write and the read side are invisible to readers.
-func TestTransientFaults(t *testing.T) {
-	for _, p := range testenv.Policies() {
-		t.Run(p.String(), func(t *testing.T) {
-			plan := faults.NewPlan(
-				faults.Transient(direct.OpWrite, 10, syscall.EINTR),
-				faults.Transient(direct.OpWrite, 10, syscall.EAGAIN),
-				faults.Short(direct.OpWrite, 10, 4096),
-				faults.Late(direct.OpWrite, 3, 5*time.Millisecond),
-			)
-			f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: p, BufferSize: 16 << 10, Buffers: 4, Faults: plan})
-			require.NoError(t, err)
-			defer f.Close()
-			var mirror []byte
-			for i := range 5000 {
-				v := bytes.Repeat([]byte{byte(i * 3)}, 1+i%200)
-				_, err := f.Write(v)
-				require.NoError(t, err)
-				mirror = append(mirror, v...)
-			}
-			got := make([]byte, len(mirror))
-			_, err = f.ReadAt(got, 0)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(mirror, got))
-			t.Logf("injected %v", plan.Injected())
-			assert.Positive(t, plan.Injected()["EINTR"])
-		})
+func (ff *faultFile) Append(i int) error {
+	v := ff.data(i)
+	n, err := ff.f.Write(v)
+	ff.mirror = append(ff.mirror, v[:n]...)
+	return err
+}
+
+func (ff *faultFile) Sync() error { return ff.f.Flush() }
+
+func (ff *faultFile) Finish(t *testing.T, errno syscall.Errno) {
+	if errno != 0 {
+		_, err := ff.f.WriteBlob([]byte("x"))
+		assert.ErrorIs(t, err, errno, "the error is sticky for WriteBlob")
 	}
+	assert.Equal(t, int64(len(ff.mirror)), ff.f.Size())
+	got := make([]byte, len(ff.mirror))
+	n, err := ff.f.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, len(ff.mirror), n)
+	require.True(t, bytes.Equal(ff.mirror, got), "bytes acknowledged before the fault were lost")
+	require.NoError(t, ff.f.Close())
+	t.Logf("%d bytes acknowledged and read back", len(ff.mirror))
+}
+
+// TestWriteFailure fails the n-th write with EIO or ENOSPC: the error is
+// sticky, every byte appended before it still reads back, and the buffers
+// go back to the pool.
+func TestWriteFailure(t *testing.T) {
+	filetest.FaultTest{
+		Open: func(t *testing.T, dir string, p fallback.Policy, plan *faults.Plan) (filetest.Writer, *aligned.Pool) {
+			pool, err := aligned.NewPool(8<<10, 4096, 3*(8<<10))
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p, Pool: pool, Buffers: 3, Faults: plan})
+			require.NoError(t, err)
+			return &faultFile{f: f, data: func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 100) }}, pool
+		},
+		Appends: 10000,
+	}.Run(t, filetest.Failures(direct.OpWrite))
+}
+
+// TestTransientFaults: retries and resumed short transfers of the writes
+// are invisible to readers.
+func TestTransientFaults(t *testing.T) {
+	filetest.FaultTest{
+		Open: func(t *testing.T, dir string, p fallback.Policy, plan *faults.Plan) (filetest.Writer, *aligned.Pool) {
+			f, err := ephemeral.Create(dir, &ephemeral.Options{IO: p, BufferSize: 16 << 10, Buffers: 4, Faults: plan})
+			require.NoError(t, err)
+			return &faultFile{f: f, data: func(i int) []byte { return bytes.Repeat([]byte{byte(i * 3)}, 1+i%200) }}, nil
+		},
+		Appends: 5000,
+	}.Run(t, []filetest.Fault{{Name: "transient", Rules: filetest.TransientWrites(10, 3), Kinds: []string{"EINTR", "EAGAIN", "short"}}})
 }
 
 // failAhead fails, with EIO, the first read of a whole read buffer at each

@@ -34,8 +34,10 @@ func Fail(op direct.Op, n int, errno syscall.Errno) Rule {
 	return Rule{Op: op, After: n, Fault: direct.Fault{Err: errno}}
 }
 
-// Transient makes every call of op fail once in a while with errno (EINTR
-// or EAGAIN): the engine is expected to retry until it succeeds.
+// Transient makes the first times calls of op fail with errno, meant for
+// EINTR or EAGAIN, and lets every later one through: an engine that retries
+// as it should succeeds on call times+1. Calls an earlier rule of the Plan
+// picks are not counted. times 0 fails every call, for good.
 func Transient(op direct.Op, times int, errno syscall.Errno) Rule {
 	return Rule{Op: op, Times: times, Fault: direct.Fault{Err: errno}}
 }

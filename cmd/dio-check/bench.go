@@ -90,7 +90,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	var buffers []int
 	for _, n := range o.buffers {
 		switch {
-		case n%512 != 0:
+		case n%direct.MinAlignment != 0:
 			return bad(fmt.Sprintf("-buffers: %s (%d bytes) is not a multiple of 512 bytes (KiB is 1024 bytes, kB 1000)", sizeName(n), n))
 		case n > maxBuffer:
 			return bad(fmt.Sprintf("-buffers: %s is past the largest, %s", sizeName(n), sizeName(maxBuffer)))

@@ -39,7 +39,7 @@ type Probe struct {
 
 // candidateAligns are the write sizes tried, smallest first, to find the
 // smallest the file accepts.
-var candidateAligns = []int{512, 1024, 2048, 4096}
+var candidateAligns = []int{direct.MinAlignment, 1024, 2048, direct.DefaultAlignment}
 
 // probeOptions are the probe's flags.
 type probeOptions struct {

@@ -75,7 +75,7 @@ import (
 // Options configure New.
 type Options struct {
 	BufferSize int           // bytes per buffer, rounded up to the file's alignment; 0: 64 KiB
-	Buffers    int           // buffers owned at most; 0: two MaxWrite writes with O_DIRECT and no Pool, else DefaultBuffers
+	Buffers    int           // buffers owned at most; 0: two MaxWrite writes with O_DIRECT and no Pool, at least DefaultBuffers; else DefaultBuffers
 	MaxWrite   int           // bytes per merged write at most; 0: DefaultMaxWrite; at most half the buffers
 	Pool       *aligned.Pool // where buffers come from, overriding BufferSize; nil: a slab of its own
 	NoSync     bool          // Close does not fdatasync (Sync still does)
@@ -189,9 +189,9 @@ func New(f File, o Options) (*Appender, error) {
 	case o.Pool != nil:
 		o.BufferSize = o.Pool.BufferSize()
 	case o.BufferSize <= 0:
-		o.BufferSize = aligned.DefaultBlockSize
+		o.BufferSize = aligned.DefaultBufferSize
 	default:
-		o.BufferSize = aligned.Up(o.BufferSize, max(a.Block(), 512))
+		o.BufferSize = aligned.Up(o.BufferSize, max(a.Block(), direct.MinAlignment))
 	}
 	if o.BufferSize%a.Block() != 0 {
 		return nil, invalid("buffer size %d is not a multiple of the file's alignment %v", o.BufferSize, a)
@@ -244,7 +244,7 @@ func New(f File, o Options) (*Appender, error) {
 		// are committed as the ring first fills them (NewLazy): every byte
 		// a write takes was copied in or padded by the CPU first, so no
 		// write faults a page in, and an idle writer holds no memory.
-		ap.slab, err = aligned.NewLazy(o.Buffers*o.BufferSize, max(a.Memory, 512))
+		ap.slab, err = aligned.NewLazy(o.Buffers*o.BufferSize, max(a.Memory, direct.MinAlignment))
 		if err != nil {
 			ap.release()
 			return nil, err

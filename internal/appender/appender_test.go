@@ -223,7 +223,7 @@ func TestDefaults(t *testing.T) {
 		o                 Options
 		direct, pageCache want
 	}{
-		{Options{}, want{2 * DefaultMaxWrite / aligned.DefaultBlockSize, DefaultMaxWrite / aligned.DefaultBlockSize}, want{DefaultBuffers, 1}},
+		{Options{}, want{2 * DefaultMaxWrite / aligned.DefaultBufferSize, DefaultMaxWrite / aligned.DefaultBufferSize}, want{DefaultBuffers, 1}},
 		{Options{BufferSize: 8192}, want{2 * DefaultMaxWrite / 8192, DefaultMaxWrite / 8192}, want{DefaultBuffers, 1}},
 		{Options{BufferSize: 1 << 20}, want{DefaultBuffers, 1}, want{DefaultBuffers, 1}},
 		{Options{Buffers: 2}, want{2, 1}, want{2, 1}},
@@ -242,7 +242,7 @@ func TestDefaults(t *testing.T) {
 	}
 
 	// A file on a shared pool takes at most DefaultBuffers of it, unmerged.
-	pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, 64*aligned.DefaultBlockSize)
+	pool, err := aligned.NewPool(aligned.DefaultBufferSize, 4096, 64*aligned.DefaultBufferSize)
 	require.NoError(t, err)
 	defer pool.Close()
 	a, err := New(f, Options{Pool: pool})
@@ -250,7 +250,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, DefaultBuffers, cap(a.slots))
 	assert.Equal(t, 1, a.mergeSlots)
 	for range 3 * DefaultBuffers {
-		_, err := a.Write(make([]byte, aligned.DefaultBlockSize))
+		_, err := a.Write(make([]byte, aligned.DefaultBufferSize))
 		require.NoError(t, err)
 	}
 	assert.Equal(t, DefaultBuffers, pool.Stats().InUse, "the file holds no more than its ring")

@@ -17,7 +17,7 @@ import (
 func TestNewContext(t *testing.T) {
 	f, _ := open(t, fallback.Auto)
 	defer f.Close()
-	pool, err := aligned.NewPool(aligned.DefaultBlockSize, 4096, aligned.DefaultBlockSize)
+	pool, err := aligned.NewPool(aligned.DefaultBufferSize, 4096, aligned.DefaultBufferSize)
 	require.NoError(t, err)
 	defer pool.Close()
 	held, err := pool.Get(context.Background())

@@ -46,7 +46,7 @@ const maxBuffers = 32768
 func (o Options) Validate() error {
 	size := o.BufferSize
 	if size == 0 {
-		size = aligned.DefaultBlockSize
+		size = aligned.DefaultBufferSize
 	}
 	switch {
 	case o.BufferSize < 0:

@@ -1,9 +1,11 @@
-// Package filetest is the conformance suite for dio's file contract, run
-// against direct files and std-fs files alike so that both paths are held to
-// the same behaviour.
+// Package filetest is test support: the conformance suite for dio's file
+// contract, run against direct files and std-fs files alike so that both
+// paths are held to the same behaviour (Run), and the fault tests of the
+// writers built on that contract, one table and one set of assertions for
+// blobio's and ephemeral's (FaultTest).
 //
-// It is test support, not one of dio's layers: only test files import it,
-// as layers_test.go at the module's root checks.
+// It is not one of dio's layers: only test files import it, as
+// layers_test.go at the module's root checks.
 package filetest
 
 import (
@@ -61,14 +63,14 @@ func (s *suite) create(t *testing.T) (File, string) {
 	return f, path
 }
 
-// block is the transfer unit the suite uses: the file's alignment, or 512
-// for page-cache files so the sizes stay meaningful.
-func block(f File) int { return max(f.Alignment().Block(), 512) }
+// block is the transfer unit the suite uses: the file's alignment, or
+// direct.MinAlignment for page-cache files so the sizes stay meaningful.
+func block(f File) int { return max(f.Alignment().Block(), direct.MinAlignment) }
 
 // buffer returns an aligned buffer of n bytes filled from seed.
 func buffer(t *testing.T, f File, n int, seed uint64) []byte {
 	t.Helper()
-	b, err := aligned.New(aligned.Up(n, block(f)), max(f.Alignment().Memory, 512))
+	b, err := aligned.New(aligned.Up(n, block(f)), max(f.Alignment().Memory, direct.MinAlignment))
 	require.NoError(t, err)
 	t.Cleanup(b.Free)
 	p := b.Bytes()[:n]

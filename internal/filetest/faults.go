@@ -1,0 +1,163 @@
+package filetest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/faults"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// A Fault is one row of a fault test's table: the rules of its plan, and
+// the errno they must surface as, or 0 when the engines are to hide them.
+type Fault struct {
+	Name  string
+	Rules []faults.Rule
+	Errno syscall.Errno // 0: transient, nothing may surface
+	Kinds []string      // kinds of fault (faults.Plan.Injected) the run must have injected
+}
+
+// Failures is the table of lasting faults: the n-th call of each of ops
+// fails with EIO or ENOSPC, for n the first call, one of the first few,
+// and one with buffers in flight behind it.
+func Failures(ops ...direct.Op) []Fault {
+	var table []Fault
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC} {
+		for _, op := range ops {
+			for _, n := range []int{0, 3, 5, 17} {
+				table = append(table, Fault{
+					Name:  fmt.Sprintf("%s/%v/%d", errno, op, n),
+					Rules: []faults.Rule{faults.Fail(op, n, errno)},
+					Errno: errno,
+				})
+			}
+		}
+	}
+	return table
+}
+
+// TransientWrites are the faults an engine must hide on writes: n calls
+// fail with EINTR, then n with EAGAIN, then n transfer at most 4 KiB, then
+// late ones complete 5 ms late.
+func TransientWrites(n, late int) []faults.Rule {
+	return []faults.Rule{
+		faults.Transient(direct.OpWrite, n, syscall.EINTR),
+		faults.Transient(direct.OpWrite, n, syscall.EAGAIN),
+		faults.Short(direct.OpWrite, n, 4096),
+		faults.Late(direct.OpWrite, late, 5*time.Millisecond),
+	}
+}
+
+// A Writer is one package's writer as a fault test drives it. It keeps
+// what it acknowledged, to check in Finish.
+type Writer interface {
+	// Append appends the i-th piece of test data; an error is the fault
+	// surfacing.
+	Append(i int) error
+	// Sync makes what was appended so far acknowledged, where the
+	// package's contract says Append alone does not.
+	Sync() error
+	// Finish closes the writer, whose Close must report errno (0: no
+	// error), and checks that everything acknowledged reads back.
+	Finish(t *testing.T, errno syscall.Errno)
+}
+
+// FaultTest runs a table of faults against one package's writer, for every
+// I/O policy worth testing here, and holds each run to the contract: a
+// lasting fault surfaces with its errno and stays (Append and Sync keep
+// returning it), a transient one never surfaces, what was acknowledged
+// reads back, the Pool is back to full, and no goroutine or descriptor is
+// left behind.
+type FaultTest struct {
+	// Open makes the writer under test in dir with policy p and the plan
+	// as its Faults, and returns the Pool it draws from (nil: none).
+	Open      func(t *testing.T, dir string, p fallback.Policy, plan *faults.Plan) (Writer, *aligned.Pool)
+	Appends   int // Appends at most; a lasting fault must surface before
+	SyncEvery int // Sync after every this many Appends; 0: never
+}
+
+// Run runs every row of table under every policy, each as a subtest named
+// policy/row.
+func (ft FaultTest) Run(t *testing.T, table []Fault) {
+	for _, p := range testenv.Policies() {
+		for _, f := range table {
+			t.Run(p.String()+"/"+f.Name, func(t *testing.T) { ft.run(t, p, f) })
+		}
+	}
+}
+
+func (ft FaultTest) run(t *testing.T, p fallback.Policy, f Fault) {
+	dir := testenv.Dir(t)
+	warmUp(t, dir)
+	fds, goroutines := openFDs(), runtime.NumGoroutine()
+	plan := faults.NewPlan(f.Rules...)
+	w, pool := ft.Open(t, dir, p, plan)
+
+	var failure error
+	for i := 0; failure == nil && i < ft.Appends; i++ {
+		failure = w.Append(i)
+		if failure == nil && ft.SyncEvery > 0 && i%ft.SyncEvery == ft.SyncEvery-1 {
+			failure = w.Sync()
+		}
+	}
+	if f.Errno != 0 {
+		require.Error(t, failure, "the injected fault never surfaced")
+		require.ErrorIs(t, failure, f.Errno)
+		assert.ErrorIs(t, w.Append(ft.Appends), f.Errno, "the error is sticky for Append")
+		assert.ErrorIs(t, w.Sync(), f.Errno, "the error is sticky for Sync")
+		assert.NotEmpty(t, plan.Injected())
+	} else {
+		require.NoError(t, failure, "a transient fault surfaced")
+	}
+	w.Finish(t, f.Errno)
+
+	if pool != nil {
+		assert.Zero(t, pool.Stats().InUse, "buffers leaked")
+	}
+	got := plan.Injected()
+	for _, k := range f.Kinds {
+		assert.Positive(t, got[k], "no %s injected", k)
+	}
+	testenv.WaitGoroutines(t, goroutines)
+	assert.LessOrEqual(t, openFDs(), fds, "descriptors leaked") // closed by Close, not by a cleanup
+	t.Logf("injected %v", got)
+}
+
+// warmUp opens and closes a file in dir, so that descriptors the runtime
+// opens once for good (the netpoller's) are open before the count.
+func warmUp(t *testing.T, dir string) {
+	path := filepath.Join(dir, "warm-up")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Remove(path))
+}
+
+// openFDs counts the process's open descriptors but its io_uring rings,
+// which direct shares among all files and keeps for the life of the
+// process, setting up more as queues run side by side; -1 where
+// /proc/self/fd does not list them.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "anon_inode:[io_uring]" {
+			n++
+		}
+	}
+	return n
+}
