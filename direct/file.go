@@ -124,7 +124,7 @@ func (f *File) Stat() (os.FileInfo, error) { return f.f.Stat() }
 
 // Close closes the file. It never waits for I/O: a ReadAt, WriteAt, Sync
 // or queued request racing it either runs on the file it was given (the
-// descriptor is used only inside os.File's reference, see xfer) or fails
+// descriptor is used only while os.File holds a reference to it) or fails
 // with an error matching fs.ErrClosed; none can reach another file that
 // reuses the number. Close does not close the file's queues.
 func (f *File) Close() error { return f.f.Close() }

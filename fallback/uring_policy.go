@@ -10,7 +10,7 @@ import (
 
 // ErrURingAvoided reports a filesystem on which dio does not use io_uring
 // although the kernel offers it.
-var ErrURingAvoided = errors.New("io_uring avoided on this filesystem")
+var ErrURingAvoided = errors.New("fallback: io_uring avoided on this filesystem")
 
 // URingErrorAt is direct.URingError for a file at path, with fallback's
 // policy on top, which Open follows in choosing the engine: it also rules

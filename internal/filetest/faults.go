@@ -100,7 +100,7 @@ func (ft FaultTest) Run(t *testing.T, table []Fault) {
 func (ft FaultTest) run(t *testing.T, p fallback.Policy, f Fault) {
 	dir := testenv.Dir(t)
 	warmUp(t, dir)
-	fds, goroutines := openFDs(), runtime.NumGoroutine()
+	fds, goroutines := testenv.OpenFDs(), runtime.NumGoroutine()
 	plan := faults.NewPlan(f.Rules...)
 	w, pool := ft.Open(t, dir, p, plan)
 
@@ -130,7 +130,7 @@ func (ft FaultTest) run(t *testing.T, p fallback.Policy, f Fault) {
 		assert.Positive(t, got[k], "no %s injected", k)
 	}
 	testenv.WaitGoroutines(t, goroutines)
-	assert.LessOrEqual(t, openFDs(), fds, "descriptors leaked") // closed by Close, not by a cleanup
+	assert.LessOrEqual(t, testenv.OpenFDs(), fds, "descriptors leaked") // closed by Close, not by a cleanup
 	t.Logf("injected %v", got)
 }
 
@@ -142,22 +142,4 @@ func warmUp(t *testing.T, dir string) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	require.NoError(t, os.Remove(path))
-}
-
-// openFDs counts the process's open descriptors but its io_uring rings,
-// which direct shares among all files and keeps for the life of the
-// process, setting up more as queues run side by side; -1 where
-// /proc/self/fd does not list them.
-func openFDs() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "anon_inode:[io_uring]" {
-			n++
-		}
-	}
-	return n
 }
