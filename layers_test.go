@@ -23,7 +23,7 @@ import (
 var layers = []string{
 	"aligned",
 	"direct",
-	"faults", // fault injection through direct's queue engines
+	"faults", // fault plans, which direct's files and queues consult
 	"fallback",
 	"internal/appender",
 	"blobio",

@@ -193,12 +193,13 @@ func openDontCache(name string, flag int, perm os.FileMode, why string) (File, e
 // inj before each system call: the one seam for fault injection, under
 // the engine's retries and resumption (see direct.File.WithFaults). It is
 // how blobio and ephemeral apply their Options.Faults. f must come from
-// Open; any other File has no engine of direct's underneath and is
-// returned as it is. Closing either File closes both.
+// Open: any other File has no engine of direct's underneath, and
+// WithFaults panics rather than return a File that injects nothing.
+// Closing either File closes both.
 func WithFaults(f File, inj direct.Injector) File {
 	ff, ok := f.(*file)
 	if !ok {
-		return f
+		panic(fmt.Sprintf("fallback: WithFaults of a %T, not a File from Open", f))
 	}
 	return &file{File: ff.File.WithFaults(inj), mode: ff.mode}
 }

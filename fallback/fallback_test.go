@@ -192,4 +192,8 @@ func TestWithFaults(t *testing.T) {
 			require.NoError(t, f.Sync())
 		})
 	}
+	assert.Panics(t, func() { fallback.WithFaults(otherFile{}, faults.NewPlan()) }, "a File not from Open cannot inject")
 }
+
+// otherFile is a fallback.File that Open did not make.
+type otherFile struct{ fallback.File }

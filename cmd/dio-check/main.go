@@ -184,12 +184,14 @@ func (t *tempFiles) removeLocked(path string) {
 // MakeTemp calls mk, which makes a file or directory under a name of its
 // choosing (os.CreateTemp, os.MkdirTemp) and returns its path, and tracks
 // that path, both under the lock: a signal's cleanup comes before mk or
-// after the path is tracked. It implements ingest.Tracker.
+// after the path is tracked. A path mk returns with an error is tracked
+// too (a file created, then failing to close, is still there to remove).
+// It implements ingest.Tracker.
 func (t *tempFiles) MakeTemp(mk func() (string, error)) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	path, err := mk()
-	if err == nil {
+	if path != "" {
 		t.paths[path] = struct{}{}
 	}
 	return path, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -218,10 +219,12 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	}
 	// The cgroup is tracked like a temporary file, so that a signal's
 	// cleanup, once it has killed the child, removes it too.
-	// Named for the process: unique among running dio-checks, and a
-	// cgroup is made by a mkdir in the cgroup filesystem, which
-	// os.MkdirTemp would do but cgroup.New's FS (faked in tests) does not.
-	name := fmt.Sprintf("dio-check-pressure-%d", os.Getpid())
+	// Named for the process and a random suffix: pids repeat across
+	// containers sharing a hierarchy and after a SIGKILLed run left its
+	// cgroup behind. A cgroup is made by a mkdir in the cgroup
+	// filesystem, which os.MkdirTemp would do but cgroup.New's FS (faked
+	// in tests) does not.
+	name := fmt.Sprintf("dio-check-pressure-%d-%s", os.Getpid(), rand.Text()[:8])
 	var cg *cgroup.Cgroup
 	err = tmp.makeNewFunc(filepath.Join(root, name), func() (err error) {
 		cg, err = cgroup.New(cgroup.OS{}, roots, name, c.memory)

@@ -165,7 +165,7 @@ func (c Config) delta(eph *ephemeral.File) (string, error) {
 		}
 		w, err = blobio.Create(filepath.Join(work, deltaFile), &blobio.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy, NoSync: !c.Engine.Sync})
 		if err != nil {
-			os.Remove(work)
+			os.RemoveAll(work)
 			return "", err
 		}
 		return work, nil
