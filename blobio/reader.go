@@ -55,20 +55,19 @@ const (
 	firstGuess = 4<<10 + MaxHeaderSize
 
 	// preadReads is how many ReadBlob reads in progress run as plain
-	// preads, each in its caller's thread; more join the queue. At queue
-	// depth 1 the pread also saves the queue's round trip. Measured on the
-	// process's shared rings (ext4 on virtio, 2 vCPUs at load 5-10, reads
-	// of 4,000-byte blobs, medians of paired ratios, 2026-12-02): 16
-	// readers ran 1.01x fio QD16 by pread against 0.60x through the queue
-	// (8 rounds); 64 readers 0.69x fio QD64 with 16 by pread and the rest
-	// queued against 0.61x all queued (8 rounds), and all by pread ran
-	// 0.55x of the former side by side (4 rounds). Against 16, 8 ran 1.04x
-	// at 16 readers (8 rounds, 0.48-1.36) and 4 ran 0.72x, where 16
-	// against itself spread 0.92-1.25. The queue loses at 16 because each
-	// Submit holds its ring's mutex across the io_uring_enter that issues
-	// the read, so submitters and the reaper take turns (a mutex profile
-	// of 16 queued readers: some 3 of them waiting on it at any time).
-	preadReads = 16
+	// preads, each in its caller's thread; more join the queue. A lone
+	// caller keeps the pread, which saves the queue's round trip.
+	// Measured on the process's shared rings once submissions stopped
+	// holding the ring's mutex across io_uring_enter (ext4 on virtio, 2
+	// vCPUs shared with other load, reads of 4,000-byte blobs, 16 readers
+	// against an in-process ring keeping 16 reads in flight as fio does,
+	// sandwiched in 250 ms slices, medians of 14-16 rounds, 2026-12-02):
+	// 1 by pread and the rest queued ran 0.73x and 0.48x (noisy), 4 by
+	// pread 0.71x and 0.70x, all queued 0.72x and 0.73x, where 16 by
+	// pread (the value before) ran 0.41-0.45x: 16 threads blocked in
+	// pread cost more than one ring. Alone, pread and the queue ran
+	// within 5% of each other.
+	preadReads = 1
 
 	closedBit = 1 << 62 // in Reader.state, beside the count of calls in progress
 )
@@ -76,9 +75,10 @@ const (
 // A Reader reads blobs from a file by offset. It is safe for concurrent
 // use, and holds no lock across a device read: each read takes an aligned
 // buffer from a bounded pool, and runs as a plain pread in its caller's
-// thread while few are in progress (up to 16; alone, that saves the
-// queue's round trip) or, on an io_uring file, beyond that in the Reader's
-// queue, where they are in flight together without a thread each.
+// thread while no other is in progress (that saves a lone caller the
+// queue's round trip) or, on an io_uring file, while others are, in the
+// Reader's queue, where they are in flight together without a thread
+// each.
 // ReadBlobs always uses the queue. zstd blobs are decoded outside any
 // lock, by a pool of GOMAXPROCS decoders.
 //

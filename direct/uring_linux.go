@@ -120,6 +120,8 @@ type ring struct {
 	cqMask      uint32
 	cqes        []cqe
 	sqLocalTail uint32
+
+	testEnter func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) // test hook: called instead of io_uring_enter
 }
 
 func setup(entries uint32, p *uringParams) (int, error) {
@@ -232,50 +234,82 @@ func (r *ring) push(s *sqe) bool {
 
 // enter makes one io_uring_enter call and returns the kernel's answer as
 // it is; the callers below decide what each errno means where they are.
+//
+// EBUSY means the kernel holds CQEs it could not post, in its overflow
+// list, for want of room in the CQ. Only reaping makes room, so the two
+// callers differ: submit, which reaps nothing, does not retry it (a loop
+// there would spin until someone else reaped) and reports it; wait hands
+// it back as "reap, then look again", and its caller (the reaper, the one
+// goroutine that consumes CQEs) reaps before it waits again. A shared
+// ring keeps no more requests in the kernel than its CQ holds (see
+// ringEntries), so neither should ever see it.
 func (r *ring) enter(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+	if r.testEnter != nil {
+		return r.testEnter(toSubmit, minComplete, flags)
+	}
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
 	return int(n), errno
 }
 
-// submit hands the one SQE just pushed to the kernel. Without SQPOLL the
-// kernel consumes SQEs only inside io_uring_enter, and it returns an error
-// only when it consumed none (io_submit_sqes: a bad SQE is consumed and
-// fails in its CQE instead). So on failure the SQE is withdrawn: the tail
-// goes back, no later io_uring_enter can pick it up, and the request is
-// not in the kernel. EINTR and EAGAIN (no memory for a request just now)
-// are retried a bounded number of times. EBUSY is not retried: the kernel
-// returns it while CQEs it could not post wait for room in the CQ, and
-// nothing changes that while this goroutine holds the submission lock; the
-// shared ring bounds its requests by the CQ's size, so it cannot happen.
-func (r *ring) submit() error {
-	for retries := 0; ; retries++ {
-		n, errno := r.enter(1, 0, 0)
+// submit hands the kernel every SQE pushed and not yet consumed, and
+// returns how many it consumed. Without SQPOLL the kernel consumes SQEs
+// only inside io_uring_enter, in order, under its own ring lock, and it
+// returns an error only when it consumed none (io_submit_sqes: a bad SQE
+// is consumed and fails in its CQE instead); it may consume fewer than it
+// was given when it runs short of memory, so submit asks again until all
+// are taken. EINTR and EAGAIN (no memory for a request just now) are
+// retried a bounded number of times; EBUSY is not (see enter). On an
+// error the SQEs not consumed stay pushed: the caller withdraws them
+// (rewind). The caller serialises submit with rewind, and its push with
+// both.
+func (r *ring) submit() (int, error) {
+	total := 0
+	for retries := 0; ; {
+		left := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
+		if left == 0 {
+			return total, nil
+		}
+		n, errno := r.enter(left, 0, 0)
 		switch {
-		case errno == 0 && n == 1:
-			return nil
-		case (errno == unix.EINTR || errno == unix.EAGAIN) && retries < maxRetries:
+		case errno == 0 && n > 0:
+			total += n
 			continue
+		case (errno == unix.EINTR || errno == unix.EAGAIN) && retries < maxRetries:
+			retries++
+			continue
+		case errno == 0:
+			return total, errors.New("io_uring_enter: submission not consumed")
 		}
-		r.withdraw()
-		if errno == 0 {
-			return errors.New("io_uring_enter: submission not consumed")
-		}
-		return os.NewSyscallError("io_uring_enter", errno)
+		return total, os.NewSyscallError("io_uring_enter", errno)
 	}
 }
 
-// withdraw takes back the last SQE pushed, which the kernel has not
-// consumed. The caller serialises it with push.
-func (r *ring) withdraw() {
-	r.sqLocalTail--
-	atomic.StoreUint32(r.sqTail, r.sqLocalTail)
+// consumed reports whether the SQE pushed as the seq-th (r.pushed after
+// its push) has been consumed by the kernel.
+func (r *ring) consumed(seq uint32) bool {
+	return int32(atomic.LoadUint32(r.sqHead)-seq) >= 0 // acquire: the kernel publishes its head after taking the SQEs
+}
+
+// pushed returns the SQ tail: the count of SQEs pushed, modulo 2^32.
+func (r *ring) pushed() uint32 { return r.sqLocalTail }
+
+// rewind withdraws every SQE pushed that the kernel has not consumed,
+// calling f with each one's user_data: the tail goes back to the kernel's
+// head, and no later io_uring_enter can pick them up. The caller
+// serialises it with push and submit.
+func (r *ring) rewind(f func(userData uint64)) {
+	head := atomic.LoadUint32(r.sqHead)
+	for p := head; p != r.sqLocalTail; p++ {
+		f(r.sqes[r.sqArray[p&r.sqMask]].userData)
+	}
+	r.sqLocalTail = head
+	atomic.StoreUint32(r.sqTail, head)
 }
 
 // wait blocks in io_uring_enter until at least one CQE is ready. A nil
 // error also covers the answers after which the caller should reap and
 // look again: EINTR (a signal; Go's preemption sends them often), EAGAIN,
-// and EBUSY (CQEs wait in the kernel's overflow list for room in the CQ,
-// which reaping makes). Any other error means the ring is unusable.
+// and EBUSY (see enter). Any other error means the ring is unusable.
 func (r *ring) wait() error {
 	_, errno := r.enter(0, 1, ioringEnterGetEvents)
 	switch errno {

@@ -58,9 +58,10 @@ func (q *uringQueue) Engine() EngineKind { return EngineURing }
 
 // Submit accepts r once the queue has fewer than Depth requests
 // undelivered and the ring has a free slot, reaping (or waiting for the
-// reaper) until then. It counts r and submits it under the ring's mutex,
-// so a Submit refused (closed queue, broken ring, closed file, failed
-// submission) leaves nothing counted that Close would wait for.
+// reaper) until then. It counts r under the ring's mutex and returns once
+// the kernel has taken r's SQE (see uring.flush), so a Submit refused
+// (closed queue, broken ring, closed file, failed submission) leaves
+// nothing counted that Close would wait for.
 func (q *uringQueue) Submit(r Request) error {
 	if err := q.x.validate(r); err != nil {
 		return err
@@ -92,6 +93,7 @@ func (q *uringQueue) Submit(r Request) error {
 		u.ops[i] = uringOp{}
 		u.free = append(u.free, i)
 		q.pending--
+		q.checkDrained() // a Close may have come while mu was released
 		u.wake.Broadcast()
 		return err
 	}

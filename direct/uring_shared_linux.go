@@ -26,10 +26,10 @@ import (
 // serves a queue; they live as long as the process, like Go's own netpoll
 // descriptor.
 
-// ringEntries is the size of each shared ring's submission queue. The
-// kernel gives the CQ twice as many entries (IORING_SETUP_CQSIZE unset),
-// and a ring never has more than ringEntries requests plus one wake-up NOP
-// in the kernel, so the CQ cannot overflow. 256 requests is more than the
+// ringEntries is the size of each shared ring's submission queue. A ring
+// runs at most ringEntries-1 requests and one wake-up NOP, so every SQE
+// pushed and not yet consumed has a slot; the kernel gives the CQ twice
+// as many entries (IORING_SETUP_CQSIZE unset), so it cannot overflow. 256 requests is more than the
 // queue depths a disk rewards (fio's knee is at QD 32-128) times a few
 // queues; 16 KiB of SQEs and 8 KiB of CQEs.
 const ringEntries = 256
@@ -127,9 +127,16 @@ func (s *ringSet) retire(u *uring) {
 // uring is one shared ring and the requests it runs, for any number of
 // queues over any number of files.
 //
-// Concurrency model. One mutex, mu, guards the SQ (push, submit,
-// withdraw), the table of requests (ops, free), the counts, and every
-// queue's state on this ring (uringQueue.pending, closed). There is no
+// Concurrency model. One mutex, mu, guards pushing to the SQ, the table
+// of requests (ops, free, gens), the counts, and every queue's state on
+// this ring (uringQueue.pending, closed). It is never held across a
+// system call: a second one, smu, serialises the io_uring_enter calls
+// that submit (and the withdrawal of SQEs the kernel refused), so a
+// submitter pushes its SQE under mu, drops it and, under smu, submits
+// every SQE pushed so far, its own and those of submitters who came while
+// it was in the kernel; they find theirs consumed and need no system call
+// of their own (flat combining). Reapers and deliveries, which need mu
+// only, never wait for a submission. Lock order: smu, then mu. There is no
 // reaper goroutine: a goroutine that must wait (in Await, in Submit for
 // room, in Close for its requests) takes the reaper's seat when it is
 // free, drops mu, blocks in io_uring_enter(GETEVENTS) and delivers every
@@ -152,7 +159,11 @@ func (s *ringSet) retire(u *uring) {
 // while the kernel holds nothing of the ring; then whatever it waits for
 // comes from a delayed fault's timer, a Close or a submission, each of
 // which wakes it. The counts are taken under mu when a request is
-// accepted, so a refused Submit leaves none behind. A timer that delivers
+// accepted, so a refused Submit leaves none behind. inKernel counts a
+// request once the enter that submitted it returns, so it may lag (and a
+// reaper that sees the CQE first may take it below the truth, even below
+// zero), but never exceeds what the kernel holds: a reaper waits in the
+// kernel only for a CQE that is due. A timer that delivers
 // while a reaper may block in the kernel posts a NOP to wake it.
 type uring struct {
 	r      *ring
@@ -160,11 +171,14 @@ type uring struct {
 	onCQE  func(uint64, int32) // u.reaped bound once
 	queues int                 // queues using the ring; guarded by rings.mu
 
+	smu sync.Mutex // the submitter's: held across the io_uring_enter that submits, and to rewind
+
 	mu        sync.Mutex
 	wake      sync.Cond     // on mu: the reaper left, a request was delivered or submitted, a queue closed
 	ops       []uringOp     // by user_data
+	gens      []uint32      // by user_data: pushes of the op's SQE so far, so that a submitter knows its own
 	free      []uint32      // indices of idle ops
-	inKernel  int           // SQEs the kernel holds: submitted, CQE not yet reaped
+	inKernel  int           // SQEs the kernel holds: submitted (and counted), CQE not yet reaped
 	seat      chan struct{} // the reaper's seat: a token while it is free and the kernel holds requests
 	parked    bool          // the token is neither in seat nor held: nothing is in the kernel
 	nopQueued bool          // a wake-up NOP is in the kernel
@@ -194,6 +208,7 @@ type uringOp struct {
 	state   uint8
 	done    int
 	retries int
+	refused error // its SQE was withdrawn, not consumed: why (its submitter handles it)
 }
 
 func newURing() (*uring, error) {
@@ -205,37 +220,39 @@ func newURing() (*uring, error) {
 		r.close()
 		return nil, err
 	}
-	u := &uring{r: r, ops: make([]uringOp, ringEntries), free: make([]uint32, ringEntries), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
+	const ops = ringEntries - 1 // and a NOP
+	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
 	u.wake.L = &u.mu
 	u.ctl = u.push
 	u.onCQE = u.reaped
 	for i := range u.free {
-		u.free[i] = uint32(ringEntries - 1 - i)
+		u.free[i] = uint32(ops - 1 - i)
 	}
 	return u, nil
 }
 
-// start submits what remains of op i, with mu held. The file descriptor
-// is used inside RawConn.Control, which holds os.File's reference: a Close
-// racing it waits for the call to return before the number is freed. That
-// is enough for io_uring, which resolves the descriptor to its file inside
-// io_uring_enter (io_submit_sqe → io_issue_sqe → io_assign_file, inline,
-// since dio sets no IOSQE_ASYNC, link or drain flag) and keeps that file
-// referenced until the request completes. A file already closed fails
-// with os.ErrClosed, and nothing is submitted.
+// start submits what remains of op i, with mu held; mu is released and
+// taken again inside, while the SQE goes to the kernel, so the caller
+// must not rely on anything mu guards across the call. On success the op
+// may be complete and delivered already when start returns; on failure it
+// is still the caller's, and nothing of it is counted in the kernel.
+//
+// The file descriptor is used inside RawConn.Control, which holds
+// os.File's reference: a Close racing it waits for the call to return
+// before the number is freed. Control returns only once the SQE has been
+// consumed by the kernel or withdrawn, which is enough for io_uring: it
+// resolves the descriptor to its file inside io_uring_enter (io_submit_sqe
+// → io_issue_sqe → io_assign_file, inline, since dio sets no IOSQE_ASYNC,
+// link or drain flag) and keeps that file referenced until the request
+// completes. A file already closed fails with os.ErrClosed, and nothing
+// is submitted.
 func (u *uring) start(i uint32) error {
 	op := &u.ops[i]
-	u.cur, u.curErr = i, nil
+	u.cur = i
 	if err := op.q.x.rc.Control(u.ctl); err != nil {
 		return op.q.x.wrap(op.req.Op.syscall(), os.ErrClosed)
 	}
-	if u.curErr != nil {
-		return u.curErr
-	}
-	op.state = opKernel
-	u.inKernel++
-	u.unpark()
-	return nil
+	return u.curErr // set by push, under mu held since
 }
 
 // unpark brings the seat's token back once the kernel holds something,
@@ -248,11 +265,15 @@ func (u *uring) unpark() {
 	}
 }
 
-// push fills, pushes and submits the SQE for op u.cur on descriptor fd;
-// it runs inside RawConn.Control, with mu held.
+// push fills and pushes the SQE for op u.cur on descriptor fd, then has it
+// submitted; it runs inside RawConn.Control, called with mu held, and
+// returns with mu held, having released it while submitting. What came
+// of it goes to u.curErr, which start reads before mu is released again
+// (op itself may be someone else's by then).
 func (u *uring) push(fd uintptr) {
-	op := &u.ops[u.cur]
-	s := sqe{fd: int32(fd), userData: uint64(u.cur)}
+	i := u.cur
+	op := &u.ops[i]
+	s := sqe{fd: int32(fd), userData: uint64(i)}
 	switch op.req.Op {
 	case OpWrite, OpRead:
 		s.opcode = ioringOpWrite
@@ -272,12 +293,78 @@ func (u *uring) push(fd uintptr) {
 		s.opFlags = ioringFsyncDatasync
 	}
 	if !u.r.push(&s) {
-		// Cannot happen: every SQE is consumed or withdrawn before mu is
-		// released, so the SQ is empty here.
+		// Cannot happen: the SQ has a slot for every op and the NOP.
 		u.curErr = errSQFull
 		return
 	}
-	u.curErr = u.r.submit()
+	op.state = opKernel
+	u.gens[i]++
+	gen, seq := u.gens[i], u.r.pushed()
+	u.mu.Unlock()
+	err := u.flush(int64(i), gen, seq)
+	u.mu.Lock()
+	u.curErr = err
+}
+
+// flush makes sure the SQE pushed as the seq-th, for op i at generation
+// gen, is consumed by the kernel or withdrawn, without mu; with i < 0 it
+// does the same for every SQE pushed so far. Under smu it submits every
+// SQE pushed, unless a submitter before it took this one along, which
+// one pass does: SQEs are consumed in order. It returns why the SQE was
+// withdrawn, or nil.
+func (u *uring) flush(i int64, gen, seq uint32) error {
+	u.smu.Lock()
+	defer u.smu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if done, err := u.settled(i, gen, seq); done {
+		return err
+	}
+	if u.err != nil {
+		u.withdraw(u.err)
+	} else {
+		u.mu.Unlock()
+		n, err := u.r.submit()
+		u.mu.Lock()
+		if u.inKernel += n; u.inKernel > 0 {
+			u.unpark()
+		}
+		if err != nil {
+			u.withdraw(err)
+		}
+	}
+	_, err := u.settled(i, gen, seq) // done now: consumed, or withdrawn
+	return err
+}
+
+// settled reports, with smu and mu held, whether flush's SQE is consumed
+// or withdrawn, and if withdrawn why.
+func (u *uring) settled(i int64, gen, seq uint32) (bool, error) {
+	switch {
+	case i < 0:
+	case u.gens[i] != gen:
+		return true, nil // consumed, completed and pushed again since
+	case u.ops[i].refused != nil:
+		return true, u.ops[i].refused
+	}
+	if u.r.fd < 0 {
+		return true, nil // the ring broke, and withdrew what it had not consumed
+	}
+	return u.r.consumed(seq), nil
+}
+
+// withdraw takes back every SQE the kernel has not consumed, with smu and
+// mu held: each op's submitter finds err in op.refused and handles it; a
+// NOP is simply gone.
+func (u *uring) withdraw(err error) {
+	u.r.rewind(func(userData uint64) {
+		if userData == nopData {
+			u.nopQueued = false
+			return
+		}
+		u.ops[userData].refused = err
+	})
+	u.wake.Broadcast()
 }
 
 // step makes the ring progress for a goroutine that waits for a count,
@@ -434,25 +521,20 @@ func (u *uring) deliver(i uint32, err error, late bool) {
 	u.mu.Lock()
 	q.pending--
 	q.checkDrained()
-	if late && !u.parked && !u.nopQueued && u.err == nil {
-		u.postNop()
+	nop := late && !u.parked && !u.nopQueued && u.err == nil && u.r.push(&sqe{opcode: ioringOpNop, userData: nopData})
+	var seq uint32
+	if nop {
+		u.nopQueued = true
+		seq = u.r.pushed()
 	}
 	u.wake.Broadcast()
 	u.mu.Unlock()
-}
-
-// postNop submits a NOP, with mu held, so that a reaper blocked in
-// io_uring_enter wakes and sees what changed. It uses no op slot; at most
-// one is in the kernel, which the CQ's size allows for. A failure is
-// harmless: the reaper wakes with the next CQE anyway.
-func (u *uring) postNop() {
-	if !u.r.push(&sqe{opcode: ioringOpNop, userData: nopData}) {
-		return
-	}
-	if u.r.submit() == nil {
-		u.nopQueued = true
-		u.inKernel++
-		u.unpark()
+	if nop {
+		// Wake a reaper blocked in io_uring_enter, so that it sees what
+		// changed. The NOP uses no op slot; at most one is pushed or in
+		// the kernel, which the SQ's and CQ's sizes allow for. A failure
+		// is harmless: the reaper wakes with the next CQE anyway.
+		_ = u.flush(-1, 0, seq)
 	}
 }
 
@@ -472,7 +554,14 @@ func (u *uring) drain(cause error) {
 	u.err = fmt.Errorf("direct: io_uring ring broken: %w", cause)
 	u.mu.Unlock()
 	rings.retire(u)
+	// No submitter is in the kernel once smu is ours, and none enters
+	// after it: what was not consumed is withdrawn, and inKernel is exact.
+	u.smu.Lock()
+	u.mu.Lock()
+	u.withdraw(u.err)
 	u.r.closeFd()
+	u.mu.Unlock()
+	u.smu.Unlock()
 	deadline := time.Now().Add(drainLimit)
 	for {
 		u.r.reap(u.drained)
@@ -484,11 +573,13 @@ func (u *uring) drain(cause error) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	u.smu.Lock()
 	u.r.unmap()
+	u.smu.Unlock()
 	u.mu.Lock()
 	var failed []uint32
 	for i := range u.ops {
-		if u.ops[i].state == opKernel {
+		if u.ops[i].state == opKernel && u.ops[i].refused == nil { // refused: its submitter's
 			failed = append(failed, uint32(i))
 		}
 	}
