@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "dio-check")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		panic(string(out))
 	}
 	code := m.Run()
