@@ -282,27 +282,6 @@ func benchGroupCommit(b *testing.B, writers int, c *committer) {
 	rec = append(rec, record(1, logRecord)...)
 	b.SetBytes(logRecord)
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for g := range writers {
-		n := b.N / writers
-		if g < b.N%writers {
-			n++
-		}
-		wg.Go(func() {
-			for range n {
-				if err := c.write(rec); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	parallel(b, writers, func() error { return c.write(rec) })
 	b.ReportMetric(float64(c.syncs)/float64(b.N), "syncs/op")
 }
