@@ -86,15 +86,43 @@ func (r Result) MiBs(c Config) float64 {
 // ErrUnavailable reports an engine this directory or kernel cannot run.
 var ErrUnavailable = errors.New("ingest: engine unavailable here")
 
+// runsAt reports, as ErrUnavailable, an engine that cannot run on path
+// before anything is opened: direct+io_uring where dio avoids io_uring.
+func (e Engine) runsAt(path string) error {
+	if e.Policy != fallback.Direct {
+		return nil
+	}
+	if err := fallback.URingErrorAt(path); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ran reports, as ErrUnavailable, a direct engine whose file was given
+// the page cache instead: its numbers would not be the engine's.
+func (e Engine) ran(m fallback.Mode) error {
+	if e.Policy != fallback.StdFS && !m.Direct {
+		return fmt.Errorf("%w: got %v", ErrUnavailable, m)
+	}
+	return nil
+}
+
+// unavailable marks an open that failed because the filesystem refuses
+// O_DIRECT as ErrUnavailable, and returns any other error as it is.
+func unavailable(err error) error {
+	if errors.Is(err, direct.ErrNotSupported) {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return err
+}
+
 // Run performs one run and removes what it wrote.
 func Run(c Config) (Result, error) {
 	if c.Value <= 0 || c.Buffer <= 0 || c.Bytes < int64(c.Value) {
 		return Result{}, fmt.Errorf("ingest: bad config: value %d, buffer %d, bytes %d", c.Value, c.Buffer, c.Bytes)
 	}
-	if c.Engine.Policy == fallback.Direct {
-		if err := fallback.URingErrorAt(c.Dir); err != nil {
-			return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
+	if err := c.Engine.runsAt(c.Dir); err != nil {
+		return Result{}, err
 	}
 	// Start every run from a clean filesystem and device, outside the
 	// clock: otherwise the run after a durable one pays for its writeback.
@@ -107,15 +135,12 @@ func Run(c Config) (Result, error) {
 	}
 	start := time.Now()
 	eph, err := ephemeral.Create(c.Dir, &ephemeral.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy})
-	if errors.Is(err, direct.ErrNotSupported) {
-		return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
 	if err != nil {
-		return Result{}, err
+		return Result{}, unavailable(err)
 	}
 	defer eph.Close()
-	if c.Engine.Policy != fallback.StdFS && !eph.Mode().Direct {
-		return Result{}, fmt.Errorf("%w: got %v", ErrUnavailable, eph.Mode())
+	if err := c.Engine.ran(eph.Mode()); err != nil {
+		return Result{}, err
 	}
 	n := c.Bytes / int64(c.Value)
 	for range n {

@@ -177,21 +177,16 @@ func RunRead(c ReadConfig) (ReadResult, error) {
 // readBlobs runs ReadBlob or ReadBlobs on one Reader opened with the
 // engine's policy.
 func (c ReadConfig) readBlobs() (ReadResult, error) {
-	if c.Engine.Policy == fallback.Direct {
-		if err := fallback.URingErrorAt(c.Path); err != nil {
-			return ReadResult{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
-	}
-	r, err := blobio.Open(c.Path, &blobio.Options{IO: c.Engine.Policy})
-	if errors.Is(err, direct.ErrNotSupported) {
-		return ReadResult{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	if err != nil {
+	if err := c.Engine.runsAt(c.Path); err != nil {
 		return ReadResult{}, err
 	}
+	r, err := blobio.Open(c.Path, &blobio.Options{IO: c.Engine.Policy})
+	if err != nil {
+		return ReadResult{}, unavailable(err)
+	}
 	defer r.Close()
-	if c.Engine.Policy != fallback.StdFS && !r.Mode().Direct {
-		return ReadResult{}, fmt.Errorf("%w: got %v", ErrUnavailable, r.Mode())
+	if err := c.Engine.ran(r.Mode()); err != nil {
+		return ReadResult{}, err
 	}
 	if c.Method == ReadBlobs {
 		rb, ok := any(r).(blobsReader)
@@ -241,11 +236,8 @@ func (c ReadConfig) batches(r blobsReader) (ReadResult, error) {
 // shared by the goroutines, as the least a direct reader must do.
 func (c ReadConfig) pread() (ReadResult, error) {
 	f, err := direct.Open(c.Path, os.O_RDONLY, 0)
-	if errors.Is(err, direct.ErrNotSupported) {
-		return ReadResult{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
 	if err != nil {
-		return ReadResult{}, err
+		return ReadResult{}, unavailable(err)
 	}
 	defer f.Close()
 	a := f.Alignment()
