@@ -78,9 +78,9 @@ const (
 // thread while no other is in progress (that saves a lone caller the
 // queue's round trip) or, on an io_uring file, while others are, in the
 // Reader's queue, where they are in flight together without a thread
-// each.
-// ReadBlobs always uses the queue. zstd blobs are decoded outside any
-// lock, by a pool of GOMAXPROCS decoders.
+// each. ReadBlobs keeps up to ReadDepth reads in flight, through the
+// queue on io_uring and on goroutines of its own otherwise. zstd blobs are
+// decoded outside any lock, by a pool of GOMAXPROCS decoders.
 //
 // Memory: a read that fits 16 KiB takes one of at most 128 small buffers
 // (2 MiB), a larger one one of at most 32 buffers of MergeSize plus a
