@@ -206,10 +206,7 @@ func (x *xfer) readAt(p []byte, off int64) (int, error)  { return x.transfer(OpR
 func (x *xfer) writeAt(p []byte, off int64) (int, error) { return x.transfer(OpWrite, p, off) }
 
 // transfer reads or writes all of p at off, retrying EINTR and EAGAIN and
-// resuming short transfers. A transfer that moves nothing, or one cut off
-// the alignment (which cannot be resumed at an unaligned offset), ends it:
-// for a read that is the end of the file (io.EOF), for a write
-// io.ErrShortWrite.
+// resuming short transfers until one stopped.
 func (x *xfer) transfer(op Op, p []byte, off int64) (int, error) {
 	if err := x.checkRW(op.syscall(), p, off); err != nil {
 		return 0, err
@@ -222,14 +219,28 @@ func (x *xfer) transfer(op Op, p []byte, off int64) (int, error) {
 		case err != nil && transient(err, &retries):
 		case err != nil:
 			return n, x.wrap(op.syscall(), err)
-		case m == 0, x.align.Offset > 0 && m%x.align.Offset != 0 && n < len(p):
-			if op == OpRead {
-				return n, io.EOF
-			}
-			return n, x.wrap(op.syscall(), io.ErrShortWrite)
+		case n < len(p) && x.stopped(m):
+			return n, x.cut(op)
 		}
 	}
 	return n, nil
+}
+
+// stopped reports whether a transfer that moved m bytes, fewer than it
+// was asked for, cannot be resumed: it moved nothing, or it ended off the
+// alignment, where a direct transfer cannot start again. Both engines end
+// a request there, with cut's error.
+func (x *xfer) stopped(m int) bool {
+	return m == 0 || x.align.Offset > 0 && m%x.align.Offset != 0
+}
+
+// cut is the error of a transfer that stopped: for a read the end of the
+// file (io.EOF), for a write io.ErrShortWrite.
+func (x *xfer) cut(op Op) error {
+	if op == OpRead {
+		return io.EOF
+	}
+	return x.wrap(op.syscall(), io.ErrShortWrite)
 }
 
 // checkRW rejects a negative offset and a transfer that breaks the alignment.

@@ -5,7 +5,6 @@ package direct
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -490,15 +489,8 @@ func (op *uringOp) outcome(res int32) (err error, again bool) {
 	switch {
 	case op.done >= len(op.req.Buf):
 		return nil, false
-	case res == 0 && op.req.Op == OpRead:
-		return io.EOF, false
-	case res == 0, op.done%x.align.Offset != 0:
-		// A direct transfer cut off the alignment cannot be resumed:
-		// for a read that is the end of the file.
-		if op.req.Op == OpRead {
-			return io.EOF, false
-		}
-		return x.wrap("pwrite", io.ErrShortWrite), false
+	case x.stopped(int(res)): // op.done was aligned before res
+		return x.cut(op.req.Op), false
 	}
 	return nil, true
 }
