@@ -475,13 +475,12 @@ func (u *uring) finish(i uint32, res int32, late bool) {
 func (op *uringOp) outcome(res int32) (err error, again bool) {
 	x := &op.q.x
 	switch {
-	case res == -int32(syscall.EAGAIN) || res == -int32(syscall.EINTR):
-		if op.retries++; op.retries <= maxRetries {
+	case res < 0:
+		errno := syscall.Errno(-res)
+		if transient(errno, &op.retries) {
 			return nil, true
 		}
-		return x.wrap(op.req.Op.syscall(), syscall.Errno(-res)), false
-	case res < 0:
-		return x.wrap(op.req.Op.syscall(), syscall.Errno(-res)), false
+		return x.wrap(op.req.Op.syscall(), errno), false
 	case op.req.Op == OpSync:
 		return nil, false
 	}
