@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -75,7 +78,7 @@ func readRows(withFio bool) []readRow {
 	}
 	if withFio {
 		for _, qd := range fioReadDepths {
-			rows = append(rows, readRow{fioReadReader, qd, 0, fioReadEngine})
+			rows = append(rows, readRow{fioReadReader, qd, 0, fioReadEngine}, readRow{fioReadReader, qd, 0, fioSpanEngine})
 		}
 	}
 	return rows
@@ -93,11 +96,16 @@ type readBench struct {
 	tmp      *tempFiles
 	skipped  map[string]string // why a row's engine or reader did not run, by name
 	report   func(BenchResult) error
+
+	// Set by run: fio's arguments for the fioSpanEngine rows, and their
+	// mean request size.
+	spans    []string
+	spanMean int
 }
 
 // run writes one blob file into a directory of its own and reads it back
 // with every row, round after round, and removes it.
-func (b readBench) run() error {
+func (b *readBench) run() error {
 	// As for fio's writes, a directory of ours: if a signal removes it
 	// before the blob file or fio opens, they fail instead of leaving a file.
 	work, err := b.tmp.mkdirTemp(b.dir, ".dio-check-read-")
@@ -110,6 +118,11 @@ func (b readBench) run() error {
 	offs, err := ingest.WriteBlobFile(path, b.size)
 	if err != nil {
 		return fmt.Errorf("read: writing the blob file: %w", err)
+	}
+	if sizes, align, err := ingest.Spans(path, offs); err != nil {
+		b.skipped[fioSpanEngine] = err.Error()
+	} else {
+		b.spans, b.spanMean = fioSpans(sizes, align)
 	}
 	if !ingest.HasReadBlobs() {
 		b.skipped[ingest.ReadBlobs] = "this build's blobio.Reader has no ReadBlobs"
@@ -127,7 +140,7 @@ func (b readBench) run() error {
 				continue
 			}
 			if err != nil && row.reader == fioReadReader { // such as O_DIRECT refused: the rows above say so
-				b.skipped[fioReadEngine] = err.Error()
+				b.skipped[row.engine] = err.Error()
 				continue
 			}
 			if err != nil {
@@ -165,6 +178,9 @@ func (r readRow) label() string {
 	case ingest.ReadBlobs:
 		return fmt.Sprintf("ReadBlobs(%d), %s", r.batch, r.engine)
 	case fioReadReader:
+		if r.engine == fioSpanEngine {
+			return fmt.Sprintf("%s QD%d, blob spans", fioReadReader, r.readers)
+		}
 		return fmt.Sprintf("%s QD%d", fioReadReader, r.readers)
 	}
 	return fmt.Sprintf("%s ×%d, %s", r.reader, r.readers, r.engine)
@@ -184,11 +200,16 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		if err := ingest.DropCache(path); err != nil {
 			return res, err
 		}
-		fr, err := runFioRead(path, st.Size(), row.readers, b.duration, b.tmp)
+		var sizing []string
+		res.ValueSize = fioReadBlock
+		if row.engine == fioSpanEngine {
+			sizing, res.ValueSize = b.spans, b.spanMean
+		}
+		fr, err := runFioRead(path, st.Size(), row.readers, b.duration, b.tmp, sizing...)
 		if err != nil {
 			return res, err
 		}
-		res.ValueSize, res.Reads, res.ElapsedMs = fioReadBlock, fr.TotalIOs, fr.RuntimeMs
+		res.Reads, res.ElapsedMs = fr.TotalIOs, fr.RuntimeMs
 		res.ReadsS, res.MiBs = fr.IOPS, fr.BwBytes/(1<<20)
 		res.PageCacheBytes = -1
 		return res, nil
@@ -215,8 +236,8 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 }
 
 // printReads prints the median of each read row over the runs, with its
-// ratios to fio at the same queue depth and to pread from as many
-// goroutines.
+// ratios to fio at the same queue depth, in 4 KiB requests and in the
+// blobs' spans, and to pread from as many goroutines.
 func printReads(w io.Writer, b readBench, results []BenchResult) {
 	fsName, _ := direct.Filesystem(b.dir)
 	fmt.Fprintf(w, "dio-check bench: random reads of %d-byte blobs from a %s blob file on %s (%s), %v per row, median of %d run(s)\n",
@@ -224,7 +245,7 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 	fmt.Fprintf(w, "(the file is dropped from the page cache before every row, std-fs's too, and read whole into it for %s;\n", cachedEngine)
 	fmt.Fprintf(w, "page cache: what the row left there, where std-fs's read-ahead shows)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× pread\tpage cache\t")
+	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× spans\t× pread\tpage cache\t")
 	median := func(row readRow) (float64, float64, int64, bool) {
 		var rs, ms []float64
 		var pc int64
@@ -257,11 +278,61 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 			readers, cached = "QD"+readers, "-"
 		}
 		fio, _, _, _ := median(readRow{fioReadReader, qd, 0, fioReadEngine})
+		spans, _, _, _ := median(readRow{fioReadReader, qd, 0, fioSpanEngine})
 		pread, _, _, _ := median(readRow{ingest.Pread, goroutines, 0, preadEngine})
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%s\t%s\t%s\t\n", reader, readers, row.engine, rs, ms, ratio(rs, fio), ratio(rs, pread), cached)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t\n", reader, readers, row.engine, rs, ms, ratio(rs, fio), ratio(rs, spans), ratio(rs, pread), cached)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nreaders: goroutines sharing one Reader (pread: one O_DIRECT file), or fio's iodepth; ReadBlobs(%d): batches of %d random offsets\n", readBatch, readBatch)
 	fmt.Fprintf(w, "from one goroutine, set against fio QD%d; × pread: against pread from as many goroutines. MiB/s: blob bytes returned\n", readBatchQD)
 	fmt.Fprintf(w, "(fio: %d-byte reads, --rw=randread --direct=1 --ioengine=io_uring); pread reads each blob's aligned span.\n", fioReadBlock)
+	if b.spans != nil {
+		fmt.Fprintf(w, "× spans: against fio reading what the Reader reads, each blob's aligned span (%s, mean %d bytes).\n", strings.Join(b.spans, " "), b.spanMean)
+	}
+}
+
+// fioSpanEngine names the read reference rows that read what the Reader
+// reads: fio randread in requests of the blobs' aligned spans, in the
+// same proportions and at the file's offset alignment (fioSpans), so
+// that a Reader row and its reference move the same bytes per read.
+const fioSpanEngine = "fio io_uring spans"
+
+// fioSpans returns fio's arguments for requests of the sizes in sizes
+// (a count of blobs per span size, from ingest.Spans) at offsets aligned
+// to align: --bssplit with each size's share in whole percent (a share
+// under 1% is left out; the largest takes what rounding left over) and
+// --blockalign. It also returns the mean request size.
+func fioSpans(sizes map[int64]int, align int64) (args []string, mean int) {
+	total, bytes := 0, int64(0)
+	for size, n := range sizes {
+		total += n
+		bytes += size * int64(n)
+	}
+	if total == 0 {
+		return []string{"--bs=" + strconv.Itoa(fioReadBlock)}, fioReadBlock
+	}
+	type share struct {
+		size int64
+		pct  int
+	}
+	var shares []share
+	sum, big := 0, -1
+	for _, size := range slices.Sorted(maps.Keys(sizes)) {
+		pct := int(math.Round(100 * float64(sizes[size]) / float64(total)))
+		if pct == 0 {
+			continue
+		}
+		shares = append(shares, share{size, pct})
+		sum += pct
+		if big < 0 || sizes[size] > sizes[shares[big].size] {
+			big = len(shares) - 1
+		}
+	}
+	shares[big].pct += 100 - sum
+	parts := make([]string, len(shares))
+	for i, sh := range shares {
+		parts[i] = fmt.Sprintf("%d/%d", sh.size, sh.pct)
+	}
+	return []string{"--bssplit=" + strings.Join(parts, ":"), "--blockalign=" + strconv.FormatInt(align, 10)},
+		int(bytes / int64(total))
 }

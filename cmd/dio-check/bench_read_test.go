@@ -42,6 +42,12 @@ func TestBenchReadJSON(t *testing.T) {
 		row := readRow{r.Reader, r.Readers, r.Batch, r.Engine}
 		runs[row] = append(runs[row], r.Run)
 		switch {
+		case r.Reader == fioReadReader && r.Engine == fioSpanEngine:
+			// The mean aligned span of a 4,004-byte record: one or two
+			// blocks of the file's alignment.
+			assert.Greater(t, r.ValueSize, ingest.BlobSize, sc.Text())
+			assert.LessOrEqual(t, r.ValueSize, 2*max(4096, testenv.Sector()), sc.Text())
+			assert.Equal(t, int64(-1), r.PageCacheBytes, "fio's page cache is not measured")
 		case r.Reader == fioReadReader:
 			assert.Equal(t, fioReadBlock, r.ValueSize)
 			assert.Equal(t, int64(-1), r.PageCacheBytes, "fio's page cache is not measured")
@@ -89,17 +95,19 @@ func TestBenchReadTable(t *testing.T) {
 	require.Positive(t, i, out)
 	assert.Greater(t, i, strings.Index(out, "In Neon's layout"), "the read table comes after the ingest tables")
 	reads := out[i:]
-	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× pread +page cache\n`, reads)
+	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× spans +× pread +page cache\n`, reads)
 	assert.Regexp(t, `ReadBlob +16 +std-fs +\d+ +\d+\.\d `, reads)
 	assert.Regexp(t, `ReadBlob +1 +std-fs\+cached +\d+ `, reads)
 	if !testenv.RejectsDirect() {
-		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +\d+\.\d\d +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row")
-		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +1\.00 +(0|\d+\.\dMiB)\n`, reads)
+		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +\d+\.\d\d +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row")
+		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +1\.00 +(0|\d+\.\dMiB)\n`, reads)
 	}
 	if haveFio() && !testenv.RejectsDirect() {
 		for _, qd := range fioReadDepths {
 			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring +\d+ +\d+\.\d +1\.00 `, reads)
+			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring spans +\d+ +\d+\.\d +\d+\.\d\d +1\.00 `, reads)
 		}
+		assert.Regexp(t, `× spans: against fio reading what the Reader reads, each blob's aligned span \(--bssplit=\d+/\d+(:\d+/\d+)* --blockalign=\d+, mean \d+ bytes\)`, reads)
 	}
 	if !ingest.HasReadBlobs() {
 		assert.NotContains(t, reads, "ReadBlobs(64) ")
@@ -134,4 +142,25 @@ func TestInterruptDuringFioRead(t *testing.T) {
 	interruptBenchWhen(t, dir, syscall.SIGINT, fioRunning, "fio read the blob file", 60*time.Second, 20*time.Millisecond,
 		"-workload", "read", "-size", "16MiB", "-duration", "300ms", "-runs", "100")
 	assert.False(t, fioRunning(), "fio outlived the bench")
+}
+
+// TestFioSpans checks the request mix given to fio: whole percentages
+// that add up to 100, a share under 1% left out, the remainder on the
+// largest (the smallest size of a tie), and the mean request size.
+func TestFioSpans(t *testing.T) {
+	for _, tc := range []struct {
+		sizes map[int64]int
+		align int64
+		want  []string
+		mean  int
+	}{
+		{map[int64]int{4096: 24, 4608: 104}, 512, []string{"--bssplit=4096/19:4608/81", "--blockalign=512"}, 4512},
+		{map[int64]int{4096: 1, 8192: 999}, 4096, []string{"--bssplit=8192/100", "--blockalign=4096"}, 8187},
+		{map[int64]int{4096: 1, 4608: 1, 5120: 1}, 512, []string{"--bssplit=4096/34:4608/33:5120/33", "--blockalign=512"}, 4608},
+		{map[int64]int{}, 512, []string{"--bs=4096"}, fioReadBlock},
+	} {
+		args, mean := fioSpans(tc.sizes, tc.align)
+		assert.Equal(t, tc.want, args, "%v", tc.sizes)
+		assert.Equal(t, tc.mean, mean, "%v", tc.sizes)
+	}
 }

@@ -57,12 +57,12 @@ const fioReadEngine = "fio io_uring"
 // page a 4,000-byte blob and its header about fill.
 const fioReadBlock = 4096
 
-// runFioRead reads the file at path, which holds size bytes, at random in
-// requests of fioReadBlock bytes at queue depth qd for d, and returns
-// what fio measured. fio only reads: the file is ours (in a
-// directory the caller tracks), and fio is killed on a signal as the
-// write reference is.
-func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles) (fioRead, error) {
+// runFioRead reads the file at path, which holds size bytes, at random
+// at queue depth qd for d, in requests that sizing describes (--bs, or
+// fioSpans' arguments), and returns what fio measured. fio only reads:
+// the file is ours (in a directory the caller tracks), and fio is killed
+// on a signal as the write reference is.
+func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles, sizing ...string) (fioRead, error) {
 	if size < fioReadBlock {
 		return fioRead{}, fmt.Errorf("fio: %s is shorter than one %d-byte read", path, fioReadBlock)
 	}
@@ -70,10 +70,14 @@ func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles
 	size -= size % fioReadBlock
 	// fio splits --filename at colons unless they are escaped.
 	name := strings.ReplaceAll(path, ":", `\:`)
-	job, err := fio(tmp, "--name=dio-check-read", "--filename="+name, "--readonly",
+	args := []string{"--name=dio-check-read", "--filename=" + name, "--readonly",
 		"--ioengine=io_uring", "--direct=1", "--rw=randread", "--norandommap", "--randrepeat=0",
-		"--bs="+strconv.Itoa(fioReadBlock), "--iodepth="+strconv.Itoa(qd), "--size="+strconv.FormatInt(size, 10),
-		"--time_based", "--runtime="+strconv.FormatInt(max(d.Milliseconds(), 1), 10)+"ms")
+		"--iodepth=" + strconv.Itoa(qd), "--size=" + strconv.FormatInt(size, 10),
+		"--time_based", "--runtime=" + strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"}
+	if len(sizing) == 0 {
+		sizing = []string{"--bs=" + strconv.Itoa(fioReadBlock)}
+	}
+	job, err := fio(tmp, append(args, sizing...)...)
 	if err != nil {
 		return fioRead{}, err
 	}

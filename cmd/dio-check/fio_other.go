@@ -25,6 +25,6 @@ type fioRead struct {
 	TotalIOs                 int64
 }
 
-func runFioRead(string, int64, int, time.Duration, *tempFiles) (fioRead, error) {
+func runFioRead(string, int64, int, time.Duration, *tempFiles, ...string) (fioRead, error) {
 	return fioRead{}, errNoFio
 }

@@ -232,6 +232,27 @@ func (c ReadConfig) batches(r blobsReader) (ReadResult, error) {
 	return res, nil
 }
 
+// Spans returns the offset alignment of the file at path opened with
+// O_DIRECT and, by size, how many of the blobs at offs take an aligned span
+// of that size: what a direct Reader reads for each (and Pread does), for a
+// reference that reads requests of the same sizes. A 4,000-byte blob and
+// its header fit one 4 KiB block only when the record starts in its first
+// 92 bytes; any other takes two, and at 512-byte alignment a span of 4,608
+// bytes, which a 4 KiB read does not measure.
+func Spans(path string, offs []int64) (sizes map[int64]int, align int64, err error) {
+	f, err := direct.Open(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, 0, unavailable(err)
+	}
+	defer f.Close()
+	align = int64(f.Alignment().Offset)
+	sizes = map[int64]int{}
+	for _, off := range offs {
+		sizes[aligned.Up(off+blobRecord, align)-aligned.Down(off, align)]++
+	}
+	return sizes, align, nil
+}
+
 // pread reads each blob's aligned span with pread on one O_DIRECT file
 // shared by the goroutines, as the least a direct reader must do.
 func (c ReadConfig) pread() (ReadResult, error) {
