@@ -170,3 +170,54 @@ func TestPressureInterrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestPressureNeedsRoot runs pressure as nobody: exit 2, the reason on
+// stderr, nothing made. As root the test drops to uid 65534 itself.
+func TestPressureNeedsRoot(t *testing.T) {
+	// A directory and a binary that nobody can reach: the reason must be
+	// root, not a directory it cannot stat.
+	dir, err := os.MkdirTemp("", "dio-pressure-nobody-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	cmd := exec.Command(binary, "pressure", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir)
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.Chmod(filepath.Dir(binary), 0o755))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Equal(t, "dio-check: pressure needs root: it makes a memory cgroup\n", stderr.String())
+	assert.Empty(t, stdout.String())
+	testenv.RequireEmpty(t, dir)
+}
+
+// TestPressureNoController runs pressure where neither hierarchy has the
+// memory controller (a v2 root offering cpu alone, no v1 memory): exit 2
+// with the reason, and nothing made.
+func TestPressureNoController(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("pressure checks for root before it looks for a controller")
+	}
+	dir := testenv.Dir(t)
+	inMemoryFS(t, dir)
+	v2 := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(v2, "cgroup.controllers"), []byte("cpu pids\n"), 0o644))
+	discoverCgroups = func() (cgroup.Roots, error) { return cgroup.Roots{V2: v2}, nil }
+	t.Cleanup(func() { discoverCgroups = cgroup.Discover })
+
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"pressure", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir}, &stdout, &stderr, newTempFiles())
+	var ue usageError
+	require.ErrorAs(t, err, &ue, "exit 2")
+	assert.ErrorContains(t, err, "pressure: "+cgroup.ErrNoController.Error())
+	assert.Empty(t, stdout.String())
+	testenv.RequireEmpty(t, dir)
+	ents, err := os.ReadDir(v2)
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "a cgroup was made without a controller")
+}
