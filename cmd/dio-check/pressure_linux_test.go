@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +155,8 @@ func TestPressureInterrupt(t *testing.T) {
 			ents, err := os.ReadDir(dir)
 			require.NoError(t, err)
 			require.NotEmpty(t, ents, "nothing to clean up yet")
+			kids := children([]int{cmd.Process.Pid})
+			require.NotEmpty(t, kids, "no measuring process")
 			start := time.Now()
 			require.NoError(t, cmd.Process.Signal(sig))
 			var rest bytes.Buffer
@@ -167,6 +170,9 @@ func TestPressureInterrupt(t *testing.T) {
 			assert.Empty(t, stdout.String(), "no table from an interrupted run")
 			requireNoCgroup(t, root, strings.Join(seen, "\n"))
 			testenv.RequireEmpty(t, dir)
+			for _, pid := range kids {
+				assert.True(t, gone(pid), "the measuring process %d outlived dio-check", pid)
+			}
 		})
 	}
 }
@@ -220,4 +226,18 @@ func TestPressureNoController(t *testing.T) {
 	ents, err := os.ReadDir(v2)
 	require.NoError(t, err)
 	assert.Len(t, ents, 1, "a cgroup was made without a controller")
+}
+
+// gone reports whether the process pid has exited (gone or a zombie),
+// waiting up to two seconds for it.
+func gone(pid int) bool {
+	for range 200 {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state follows the command name in parentheses.
+		if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
