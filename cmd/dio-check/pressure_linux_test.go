@@ -71,7 +71,8 @@ func TestPressureRun(t *testing.T) {
 	root := pressureRoot(t)
 	dir := testenv.Dir(t)
 	inMemoryFS(t, dir)
-	out, stderr, code := dioCheck(t, "pressure", "-json", "-seconds", "1", "-rounds", "2", "-memory", "256MiB", "-hot", "64MiB", dir)
+	plot := filepath.Join(t.TempDir(), "pressure.svg")
+	out, stderr, code := dioCheck(t, "pressure", "-json", "-seconds", "1", "-rounds", "2", "-memory", "256MiB", "-hot", "64MiB", "-plot", plot, dir)
 	require.Equal(t, 0, code, stderr)
 	t.Logf("%s%s", out, stderr)
 
@@ -119,6 +120,12 @@ func TestPressureRun(t *testing.T) {
 		assert.Contains(t, engines, "std-fs")
 		assert.NotContains(t, engines, "std-fs+dontcache", "%s refuses RWF_DONTCACHE", testenv.FS())
 		assert.Contains(t, stderr, "skipped std-fs+dontcache")
+	}
+	// The plot has a line per row, named in its legend.
+	svg, err := os.ReadFile(plot)
+	require.NoError(t, err)
+	for _, e := range engines {
+		assert.Contains(t, string(svg), ">"+e+": p99 ", "no line for %s in the plot", e)
 	}
 	// Progress on a pipe: a line per phase; the rows are one per
 	// engine, the medians of both rounds.
