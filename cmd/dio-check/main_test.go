@@ -63,15 +63,23 @@ func TestProbeJSON(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &p), out)
-	for _, k := range []string{"dir", "fs", "o_direct", "mem_align", "offset_align", "io_uring", "mode", "reason"} {
+	for _, k := range []string{"dir", "fs", "o_direct", "mem_align", "offset_align", "io_uring", "dontcache", "mode", "reason"} {
 		assert.Contains(t, p, k)
 	}
 	assert.Equal(t, dir, p["dir"])
 	if fs := testenv.FS(); fs != "" {
 		assert.Equal(t, fs, p["fs"])
 	}
-	assert.Contains(t, []any{"direct+io_uring", "direct+pwrite", "std-fs"}, p["mode"])
+	assert.Contains(t, []any{"direct+io_uring", "direct+pwrite", "std-fs+dontcache", "std-fs"}, p["mode"])
 	assert.NotEmpty(t, p["reason"])
+	if p["o_direct"] == false {
+		// Without O_DIRECT, Auto takes uncached writes where they work.
+		want := "std-fs"
+		if p["dontcache"] == true {
+			want = "std-fs+dontcache"
+		}
+		assert.Equal(t, want, p["mode"])
+	}
 	switch {
 	case testenv.RejectsDirect():
 		assert.Equal(t, false, p["o_direct"])

@@ -74,13 +74,14 @@ type rowDetail struct {
 }
 
 // pressureMsg is one line the child prints for the parent: a phase that
-// starts, a tick while it measures, a skipped engine, or a row.
+// starts, a tick while it measures, a skipped engine, a note, or a row.
 type pressureMsg struct {
 	Phase   string       `json:"phase,omitempty"`
 	Step    string       `json:"step,omitempty"`
 	Elapsed int          `json:"elapsed,omitempty"` // whole seconds measured so far
 	Skip    string       `json:"skip,omitempty"`
 	Why     string       `json:"why,omitempty"`
+	Note    string       `json:"note,omitempty"` // something the reader of the table must know, printed once
 	Row     *PressureRow `json:"row,omitempty"`
 	Detail  *rowDetail   `json:"detail,omitempty"`
 }
@@ -192,6 +193,10 @@ func parseEngines(s string) ([]string, error) {
 	return out, nil
 }
 
+// discoverCgroups finds the cgroup hierarchies; tests replace it to run
+// pressure on a machine without a memory controller.
+var discoverCgroups = cgroup.Discover
+
 func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	c, err := parsePressure(args, stdout)
 	if err != nil {
@@ -209,7 +214,7 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	if os.Geteuid() != 0 {
 		return usageError{msg: "pressure needs root: it makes a memory cgroup"}
 	}
-	roots, err := cgroup.Discover()
+	roots, err := discoverCgroups()
 	if err != nil {
 		return usageError{msg: "pressure: finding the cgroup hierarchies: " + err.Error()}
 	}
@@ -247,13 +252,13 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	defer tmp.remove(work)
 
 	loadBefore := loadAverage()
-	rows, details, skipped, err := runPressureChild(c, cg, work, stderr, tmp)
+	rows, details, notes, err := runPressureChild(c, cg, work, stderr, tmp)
 	if err != nil {
 		return err
 	}
 	c.load = fmt.Sprintf("load average %s at the start, %s at the end", loadBefore, loadAverage())
-	for _, s := range skipped {
-		fmt.Fprintln(stderr, "dio-check: skipped", s)
+	for _, n := range notes {
+		fmt.Fprintln(stderr, "dio-check:", n)
 	}
 	if c.json {
 		enc := json.NewEncoder(stdout)
@@ -294,39 +299,52 @@ func runPressureChild(c pressureConfig, cg *cgroup.Cgroup, work string, stderr i
 		return nil, nil, nil, err
 	}
 	prog := newProgress(stderr, c.seconds)
-	var rows []PressureRow
-	var details []rowDetail
-	var skipped []string
-	seen := map[string]bool{}
-	dec := json.NewDecoder(out)
-	var derr error
-	for {
-		var m pressureMsg
-		if derr = dec.Decode(&m); derr != nil {
-			break
-		}
-		switch {
-		case m.Row != nil && m.Detail != nil:
-			rows, details = append(rows, *m.Row), append(details, *m.Detail)
-		case m.Skip != "":
-			if !seen[m.Skip] {
-				skipped = append(skipped, m.Skip+": "+m.Why)
-				seen[m.Skip] = true
-			}
-		default:
-			prog.update(m)
-		}
-	}
+	rows, details, notes, derr := readChild(out, prog)
 	io.Copy(io.Discard, out)
 	prog.done()
 	if err := tmp.wait(cmd); err != nil {
 		return nil, nil, nil, fmt.Errorf("pressure: the measuring process: %w", err)
 	}
-	if !errors.Is(derr, io.EOF) {
+	if derr != nil {
 		return nil, nil, nil, fmt.Errorf("pressure: reading the measuring process: %w", derr)
 	}
 	rows, details = medians(rows, details)
-	return rows, details, skipped, nil
+	return rows, details, notes, nil
+}
+
+// readChild reads the measuring process's messages until its output ends:
+// the rows with their details, the skipped engines and notes (each once,
+// in the order they came), and the phases, shown on prog.
+func readChild(r io.Reader, prog *progress) ([]PressureRow, []rowDetail, []string, error) {
+	var rows []PressureRow
+	var details []rowDetail
+	var notes []string
+	seen := map[string]bool{}
+	dec := json.NewDecoder(r)
+	for {
+		var m pressureMsg
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return rows, details, notes, nil
+		} else if err != nil {
+			return nil, nil, nil, err
+		}
+		switch {
+		case m.Row != nil && m.Detail != nil:
+			rows, details = append(rows, *m.Row), append(details, *m.Detail)
+		case m.Skip != "":
+			if !seen["skip: "+m.Skip] {
+				notes = append(notes, "skipped "+m.Skip+": "+m.Why)
+				seen["skip: "+m.Skip] = true
+			}
+		case m.Note != "":
+			if !seen["note: "+m.Note] {
+				notes = append(notes, m.Note)
+				seen["note: "+m.Note] = true
+			}
+		default:
+			prog.update(m)
+		}
+	}
 }
 
 // medians folds the rounds' rows into one per engine, in the order they

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +71,8 @@ func TestPressureRun(t *testing.T) {
 	root := pressureRoot(t)
 	dir := testenv.Dir(t)
 	inMemoryFS(t, dir)
-	out, stderr, code := dioCheck(t, "pressure", "-json", "-seconds", "1", "-rounds", "2", "-memory", "256MiB", "-hot", "64MiB", dir)
+	plot := filepath.Join(t.TempDir(), "pressure.svg")
+	out, stderr, code := dioCheck(t, "pressure", "-json", "-seconds", "1", "-rounds", "2", "-memory", "256MiB", "-hot", "64MiB", "-plot", plot, dir)
 	require.Equal(t, 0, code, stderr)
 	t.Logf("%s%s", out, stderr)
 
@@ -119,6 +121,12 @@ func TestPressureRun(t *testing.T) {
 		assert.NotContains(t, engines, "std-fs+dontcache", "%s refuses RWF_DONTCACHE", testenv.FS())
 		assert.Contains(t, stderr, "skipped std-fs+dontcache")
 	}
+	// The plot has a line per row, named in its legend.
+	svg, err := os.ReadFile(plot)
+	require.NoError(t, err)
+	for _, e := range engines {
+		assert.Contains(t, string(svg), ">"+e+": p99 ", "no line for %s in the plot", e)
+	}
 	// Progress on a pipe: a line per phase; the rows are one per
 	// engine, the medians of both rounds.
 	assert.Contains(t, stderr, "dio-check pressure: round 1/2: alone: measuring\n")
@@ -154,6 +162,8 @@ func TestPressureInterrupt(t *testing.T) {
 			ents, err := os.ReadDir(dir)
 			require.NoError(t, err)
 			require.NotEmpty(t, ents, "nothing to clean up yet")
+			kids := children([]int{cmd.Process.Pid})
+			require.NotEmpty(t, kids, "no measuring process")
 			start := time.Now()
 			require.NoError(t, cmd.Process.Signal(sig))
 			var rest bytes.Buffer
@@ -167,6 +177,74 @@ func TestPressureInterrupt(t *testing.T) {
 			assert.Empty(t, stdout.String(), "no table from an interrupted run")
 			requireNoCgroup(t, root, strings.Join(seen, "\n"))
 			testenv.RequireEmpty(t, dir)
+			for _, pid := range kids {
+				assert.True(t, gone(pid), "the measuring process %d outlived dio-check", pid)
+			}
 		})
 	}
+}
+
+// TestPressureNeedsRoot runs pressure as nobody: exit 2, the reason on
+// stderr, nothing made. As root the test drops to uid 65534 itself.
+func TestPressureNeedsRoot(t *testing.T) {
+	// A directory and a binary that nobody can reach: the reason must be
+	// root, not a directory it cannot stat.
+	dir, err := os.MkdirTemp("", "dio-pressure-nobody-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	cmd := exec.Command(binary, "pressure", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir)
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.Chmod(filepath.Dir(binary), 0o755))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Equal(t, "dio-check: pressure needs root: it makes a memory cgroup\n", stderr.String())
+	assert.Empty(t, stdout.String())
+	testenv.RequireEmpty(t, dir)
+}
+
+// TestPressureNoController runs pressure where neither hierarchy has the
+// memory controller (a v2 root offering cpu alone, no v1 memory): exit 2
+// with the reason, and nothing made.
+func TestPressureNoController(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("pressure checks for root before it looks for a controller")
+	}
+	dir := testenv.Dir(t)
+	inMemoryFS(t, dir)
+	v2 := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(v2, "cgroup.controllers"), []byte("cpu pids\n"), 0o644))
+	discoverCgroups = func() (cgroup.Roots, error) { return cgroup.Roots{V2: v2}, nil }
+	t.Cleanup(func() { discoverCgroups = cgroup.Discover })
+
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"pressure", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir}, &stdout, &stderr, newTempFiles())
+	var ue usageError
+	require.ErrorAs(t, err, &ue, "exit 2")
+	assert.ErrorContains(t, err, "pressure: "+cgroup.ErrNoController.Error())
+	assert.Empty(t, stdout.String())
+	testenv.RequireEmpty(t, dir)
+	ents, err := os.ReadDir(v2)
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "a cgroup was made without a controller")
+}
+
+// gone reports whether the process pid has exited (gone or a zombie),
+// waiting up to two seconds for it.
+func gone(pid int) bool {
+	for range 200 {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state follows the command name in parentheses.
+		if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -242,4 +245,45 @@ func TestRollSize(t *testing.T) {
 	assert.Equal(t, int64(rollBytes), rollSize(100<<30), "a large disk rolls at rollBytes")
 	assert.Equal(t, int64(256<<20), rollSize(1<<30), "a 1 GiB filesystem at a quarter")
 	assert.Equal(t, int64(minRoll), rollSize(0))
+}
+
+func TestReadChild(t *testing.T) {
+	// What the measuring process prints over two rounds in which one
+	// engine cannot run and the kernel cannot reset memory.peak.
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	note := "cgroup: memory.peak cannot be reset before Linux 6.12; the peak is the cgroup's since it was made"
+	for round := 1; round <= 2; round++ {
+		label := fmt.Sprintf("round %d/2: ", round)
+		enc.Encode(pressureMsg{Phase: label + alone, Step: "warming the hot file"})
+		enc.Encode(pressureMsg{Note: note})
+		enc.Encode(pressureMsg{Phase: label + alone, Step: "measuring"})
+		enc.Encode(pressureMsg{Phase: label + alone, Step: "measuring", Elapsed: 1})
+		enc.Encode(pressureMsg{Row: &PressureRow{Engine: alone, CotenantReadsS: float64(round)}, Detail: &rowDetail{Mode: "-"}})
+		enc.Encode(pressureMsg{Skip: "std-fs+dontcache", Why: "got std-fs: RWF_DONTCACHE: operation not supported"})
+	}
+	for _, live := range []bool{false, true} {
+		var progOut bytes.Buffer
+		rows, details, notes, err := readChild(bytes.NewReader(in.Bytes()), &progress{w: &progOut, live: live, seconds: 2})
+		require.NoError(t, err)
+		require.Len(t, rows, 2)
+		require.Len(t, details, 2)
+		assert.Equal(t, 2.0, rows[1].CotenantReadsS)
+		assert.Equal(t, []string{note, "skipped std-fs+dontcache: got std-fs: RWF_DONTCACHE: operation not supported"}, notes, "each once, in order")
+		if live {
+			// One line redrawn in place, with the seconds measured.
+			assert.NotContains(t, progOut.String(), "\n")
+			assert.Contains(t, progOut.String(), "\r\033[Kdio-check pressure: round 1/2: alone: measuring 1/2 s")
+			assert.True(t, strings.HasSuffix(progOut.String(), "\r\033[Kdio-check pressure: round 2/2: alone: measuring 1/2 s"), "%q", progOut.String())
+		} else {
+			// A line per phase and step, the ticks folded in.
+			assert.Equal(t, "dio-check pressure: round 1/2: alone: warming the hot file\n"+
+				"dio-check pressure: round 1/2: alone: measuring\n"+
+				"dio-check pressure: round 2/2: alone: warming the hot file\n"+
+				"dio-check pressure: round 2/2: alone: measuring\n", progOut.String())
+		}
+	}
+
+	_, _, _, err := readChild(strings.NewReader(`{"phase":"alone"}`+"\nnot json\n"), &progress{w: io.Discard})
+	assert.Error(t, err, "garbage from the measuring process")
 }

@@ -23,6 +23,11 @@ import (
 // controller.
 var ErrNoController = errors.New("no memory cgroup controller (neither cgroup v2 with memory enabled nor a v1 memory hierarchy is mounted)")
 
+// ErrPeakNotReset reports a cgroup v2 memory.peak that this kernel cannot
+// reset (Linux before 6.12 makes it read-only): Peak then reports the
+// peak since the cgroup was made.
+var ErrPeakNotReset = errors.New("cgroup: memory.peak cannot be reset before Linux 6.12; the peak is the cgroup's since it was made")
+
 // Version is the cgroup hierarchy's version.
 type Version int
 
@@ -240,8 +245,9 @@ func (c *Cgroup) Usage() (int64, error) {
 
 // ResetPeak starts a new peak. v1 resets memory.max_usage_in_bytes. v2
 // (Linux 6.12 and later) resets memory.peak for one open descriptor,
-// which Peak then reads; on an older kernel the write fails and Peak
-// reports the peak since the cgroup was made.
+// which Peak then reads; on an older kernel, where memory.peak is
+// read-only, the error matches ErrPeakNotReset and Peak reports the peak
+// since the cgroup was made, which a caller may accept.
 func (c *Cgroup) ResetPeak() error {
 	if c.Version == V1 {
 		return c.write("memory.max_usage_in_bytes", "0")
@@ -249,11 +255,11 @@ func (c *Cgroup) ResetPeak() error {
 	c.closePeak()
 	f, err := c.fs.OpenRW(filepath.Join(c.Dir, "memory.peak"))
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrPeakNotReset, err)
 	}
 	if _, err := f.Write([]byte("reset")); err != nil {
 		f.Close()
-		return fmt.Errorf("cgroup: resetting memory.peak: %w", err)
+		return fmt.Errorf("%w: %w", ErrPeakNotReset, err)
 	}
 	c.peak = f
 	return nil

@@ -151,6 +151,11 @@ func (f *fakeFS) OpenRW(name string) (File, error) {
 	if _, err := os.Stat(name); err != nil {
 		return nil, err
 	}
+	if filepath.Base(name) == f.refuse {
+		// kernfs refuses to open a file without a write method for
+		// writing: memory.peak before Linux 6.12.
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+	}
 	return &fakePeak{f: f, path: name}, nil
 }
 
@@ -259,6 +264,25 @@ func TestRemoveStuckTask(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, syscall.EBUSY), "%v", err)
 	delete(f.stuck, 99)
+	require.NoError(t, c.Remove())
+	assert.NoDirExists(t, c.Dir)
+}
+
+func TestV2PeakNotResettable(t *testing.T) {
+	// Before Linux 6.12 memory.peak is read-only: ResetPeak says so in a
+	// way the caller can accept, and Peak reads the peak since the
+	// cgroup was made.
+	f := newFake(t, V2)
+	c, err := New(f, Roots{V2: f.root}, "dio-test", 256<<20)
+	require.NoError(t, err)
+	f.refuse = "memory.peak"
+	require.NoError(t, os.WriteFile(filepath.Join(c.Dir, "memory.peak"), []byte("777\n"), 0o644))
+	err = c.ResetPeak()
+	require.ErrorIs(t, err, ErrPeakNotReset)
+	assert.ErrorIs(t, err, syscall.EACCES)
+	peak, err := c.Peak()
+	require.NoError(t, err)
+	assert.EqualValues(t, 777, peak)
 	require.NoError(t, c.Remove())
 	assert.NoDirExists(t, c.Dir)
 }
