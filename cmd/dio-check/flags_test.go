@@ -360,7 +360,8 @@ func TestRunProgressLive(t *testing.T) {
 
 // TestDocsListFlags checks that the package doc and the README show each
 // command's synopsis as the FlagSets generate it, so that neither omits a
-// flag or keeps one that is gone.
+// flag or keeps one that is gone, and that the README lists every exit
+// status.
 func TestDocsListFlags(t *testing.T) {
 	doc, err := os.ReadFile("main.go")
 	require.NoError(t, err)
@@ -373,5 +374,10 @@ func TestDocsListFlags(t *testing.T) {
 		line := strings.TrimPrefix(synopsis(fs), "usage: ")
 		assert.Contains(t, string(doc), "//\t"+line+"\n", "the package doc")
 		assert.Contains(t, string(readme), line+"\n", "the README")
+	}
+	// The exit statuses, in the README's table (issue 16: 130 was
+	// missing); TestHelp checks dio-check help's list.
+	for _, code := range []int{0, 1, 2, 130, 143} {
+		assert.Regexp(t, fmt.Sprintf(`(?m)^\| %d \| \S`, code), string(readme), "the README's exit status %d", code)
 	}
 }
