@@ -74,8 +74,11 @@ skip_reason() {
 	xfs) tools="losetup mkfs.xfs" ;;
 	btrfs) tools="losetup mkfs.btrfs" ;;
 	esac
+	local path
 	for t in $tools; do
-		if ! command -v "$t" >/dev/null; then
+		# command -v also names a file it found that cannot run (bash falls
+		# back to one), so check that it can.
+		if ! path=$(command -v "$t") || [ ! -x "$path" ]; then
 			case $t in
 			mkfs.xfs) echo "mkfs.xfs not found (install xfsprogs)" ;;
 			mkfs.btrfs) echo "mkfs.btrfs not found (install btrfs-progs)" ;;

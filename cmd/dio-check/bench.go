@@ -160,7 +160,8 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	report := func(r BenchResult) error {
 		results = append(results, r)
 		if o.json {
-			return json.NewEncoder(stdout).Encode(r)
+			// Above the live bar, when stdout is the same terminal.
+			return progress.above(func() error { return json.NewEncoder(stdout).Encode(r) })
 		}
 		return nil
 	}

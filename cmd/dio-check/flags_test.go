@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -300,31 +301,67 @@ func TestBenchProgressPiped(t *testing.T) {
 }
 
 // TestRunProgressLive checks the terminal's line: redrawn in place, with
-// the bar, the count and the time left, and cut to the terminal's width.
+// the bar, the count and the time left, and cut to the terminal's width
+// from the step's description, so that the count and the time left stay.
 func TestRunProgressLive(t *testing.T) {
 	var out bytes.Buffer
 	now := time.Unix(0, 0)
-	p := &runProgress{w: &out, prefix: "dio-check bench", live: true, width: 200, total: 4, start: now, now: func() time.Time { return now }}
+	p := &runProgress{w: &out, prefix: "dio-check bench", live: true, width: 200, total: 5, start: now, now: func() time.Time { return now }}
 	p.step("seq, 8KiB buffers, std-fs")
-	assert.Equal(t, "\r\033[Kdio-check bench: [>                   ] 1/4 seq, 8KiB buffers, std-fs", out.String())
+	assert.Equal(t, "\r\033[Kdio-check bench: [>                   ] 1/5 seq, 8KiB buffers, std-fs", out.String())
 	out.Reset()
 	now = now.Add(10 * time.Second)
 	p.step("seq, 8KiB buffers, std-fs+fsync")
-	assert.Equal(t, "\r\033[Kdio-check bench: [=====>              ] 2/4 seq, 8KiB buffers, std-fs+fsync, about 30s left", out.String())
+	assert.Equal(t, "\r\033[Kdio-check bench: [====>               ] 2/5 seq, 8KiB buffers, std-fs+fsync, about 40s left", out.String())
 	p.skip()
 	out.Reset()
 	now = now.Add(10 * time.Second)
-	p.width = 40
+
+	// 80 columns: the bar shrinks to its least, then the description
+	// loses its middle, by runes (never inside the 2-byte ×), and keeps
+	// its end: the engine and the round.
+	p.width = 80
+	p.step("read: ReadBlob ×16, direct+io_uring, round 3/3")
+	line := strings.TrimPrefix(out.String(), "\r\033[K")
+	assert.Equal(t, "dio-check bench: [=====>    ] 3/4 read: Rea…io_uring, round 3/3, about 20s left", line)
+	assert.Equal(t, 79, utf8.RuneCountInString(line), "one short of the width")
+	for _, w := range []int{66, 65, 60, 45, 30} {
+		out.Reset()
+		p.n--
+		p.width = w
+		p.step("read: ReadBlob ×16, direct+io_uring, round 3/3")
+		line := strings.TrimPrefix(out.String(), "\r\033[K")
+		assert.True(t, utf8.ValidString(line), "%d columns: %q", w, line)
+		assert.LessOrEqual(t, utf8.RuneCountInString(line), w-1, "%d columns: %q", w, line)
+		if w >= 60 {
+			assert.Contains(t, line, "3/4", "%d columns: the count", w)
+			assert.True(t, strings.HasSuffix(line, "about 20s left"), "%d columns: the time left: %q", w, line)
+		}
+	}
+
+	// Output to stdout on the same terminal goes above the bar, on a line
+	// of its own, and the bar comes back below it.
+	out.Reset()
+	p.width = 200
+	p.n--
 	p.step("seq, 8KiB buffers, direct+pwrite")
-	assert.Equal(t, "\r\033[Kdio-check bench: [=============>      ]", out.String(), "3/3 cut to 39 characters")
+	bar := out.String()
+	out.Reset()
+	require.NoError(t, p.above(func() error { _, err := out.WriteString("{}\n"); return err }))
+	assert.Equal(t, "\r\033[K{}\n"+bar, out.String())
+
 	out.Reset()
 	p.done()
 	assert.Equal(t, "\r\033[K", out.String())
+	out.Reset()
+	require.NoError(t, p.above(func() error { _, err := out.WriteString("{}\n"); return err }))
+	assert.Equal(t, "{}\n", out.String(), "no bar to clear or redraw after done")
 }
 
 // TestDocsListFlags checks that the package doc and the README show each
 // command's synopsis as the FlagSets generate it, so that neither omits a
-// flag or keeps one that is gone.
+// flag or keeps one that is gone, and that the README lists every exit
+// status.
 func TestDocsListFlags(t *testing.T) {
 	doc, err := os.ReadFile("main.go")
 	require.NoError(t, err)
@@ -337,5 +374,10 @@ func TestDocsListFlags(t *testing.T) {
 		line := strings.TrimPrefix(synopsis(fs), "usage: ")
 		assert.Contains(t, string(doc), "//\t"+line+"\n", "the package doc")
 		assert.Contains(t, string(readme), line+"\n", "the README")
+	}
+	// The exit statuses, in the README's table (issue 16: 130 was
+	// missing); TestHelp checks dio-check help's list.
+	for _, code := range []int{0, 1, 2, 130, 143} {
+		assert.Regexp(t, fmt.Sprintf(`(?m)^\| %d \| \S`, code), string(readme), "the README's exit status %d", code)
 	}
 }

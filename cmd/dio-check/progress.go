@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 )
@@ -24,8 +25,9 @@ func isTerminal(w io.Writer) (bool, int) {
 	return true, width
 }
 
-// barWidth is the characters of the live bar between its brackets.
-const barWidth = 20
+// barWidth is the characters of the live bar between its brackets, and
+// minBarWidth what it shrinks to on a narrow terminal.
+const barWidth, minBarWidth = 20, 10
 
 // runProgress shows how far a run of steps (the bench's runs) has come, on
 // stderr: on a terminal a live bar with the count and the time left, else
@@ -40,6 +42,7 @@ type runProgress struct {
 	n      int // steps started
 	start  time.Time
 	now    func() time.Time
+	line   string // the live line drawn last, to redraw after output
 }
 
 func newRunProgress(w io.Writer, prefix string, total int) *runProgress {
@@ -50,31 +53,79 @@ func newRunProgress(w io.Writer, prefix string, total int) *runProgress {
 // step shows that the next step, described by what, starts.
 func (p *runProgress) step(what string) {
 	p.n++
-	line := fmt.Sprintf("%d/%d %s", p.n, p.total, what)
+	count := fmt.Sprintf("%d/%d", p.n, p.total)
 	left := ""
 	if done := p.n - 1; done > 0 {
 		mean := p.now().Sub(p.start) / time.Duration(done)
 		left = fmt.Sprintf("about %v left", (mean * time.Duration(p.total-done)).Round(time.Second))
 	}
 	if !p.live {
+		line := count + " " + what
 		if left != "" {
 			line += " (" + left + ")"
 		}
 		fmt.Fprintf(p.w, "%s: %s\n", p.prefix, line)
 		return
 	}
-	filled := barWidth * (p.n - 1) / max(p.total, 1)
-	bar := "[" + strings.Repeat("=", filled) + ">" + strings.Repeat(" ", max(barWidth-filled-1, 0)) + "]"
+	tail := ""
 	if left != "" {
-		line += ", " + left
+		tail = ", " + left
 	}
-	line = p.prefix + ": " + bar + " " + line
-	// A line longer than the terminal wraps, and \r then redraws only
-	// its last part.
-	if p.width > 0 && len(line) >= p.width {
-		line = line[:p.width-1]
+	// A line longer than the terminal wraps, and \r then redraws only its
+	// last part. So on a narrow terminal the bar shrinks first, to
+	// minBarWidth, then what the step is loses its middle (its end names
+	// the engine and the round), so that the count and the time left stay
+	// in view.
+	bw := barWidth
+	fixed := utf8.RuneCountInString(p.prefix + ": [] " + count + " " + tail)
+	if p.width > 0 {
+		bw = min(barWidth, max(minBarWidth, p.width-1-fixed-utf8.RuneCountInString(what)))
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s", line)
+	filled := bw * (p.n - 1) / max(p.total, 1)
+	bar := "[" + strings.Repeat("=", filled) + ">" + strings.Repeat(" ", max(bw-filled-1, 0)) + "]"
+	head := p.prefix + ": " + bar + " " + count + " "
+	if room := p.width - 1 - fixed - bw; p.width > 0 && utf8.RuneCountInString(what) > room {
+		what0 := what
+		what = ""
+		if room > 1 {
+			head := (room - 1) / 3
+			r := []rune(what0)
+			what = string(r[:head]) + "…" + string(r[len(r)-(room-1-head):])
+		} else {
+			tail = strings.TrimPrefix(tail, ", ")
+		}
+	}
+	p.line = cut(head+what+tail, p.width-1)
+	fmt.Fprintf(p.w, "\r\033[K%s", p.line)
+}
+
+// cut returns the first n runes of s, never part of one (a width of 0,
+// unknown, makes n negative: then all of s).
+func cut(s string, n int) string {
+	if n < 0 {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
+
+// above runs write, which prints to stdout, with the live line cleared
+// first and drawn again after, so that output to the same terminal (-json)
+// starts on a line of its own and the bar stays below it.
+func (p *runProgress) above(write func() error) error {
+	if !p.live || p.line == "" {
+		return write()
+	}
+	fmt.Fprint(p.w, "\r\033[K")
+	err := write()
+	fmt.Fprintf(p.w, "\r\033[K%s", p.line)
+	return err
 }
 
 // skip drops a step that will not run from the count.
@@ -86,6 +137,7 @@ func (p *runProgress) skip() { p.total-- }
 func (p *runProgress) done() {
 	if p.live {
 		fmt.Fprint(p.w, "\r\033[K")
+		p.line = ""
 		return
 	}
 	fmt.Fprintf(p.w, "%s: done: %d runs in %v\n", p.prefix, p.n, p.now().Sub(p.start).Round(time.Millisecond))
