@@ -84,8 +84,12 @@ func (p *decoderPool) decode(payload []byte, c Compression, dst []byte) ([]byte,
 	if err != nil {
 		return dst[:0], err
 	}
+	first := bound
+	if len(payload) < bound/zstdFirstRatio { // and 16x fits an int on 32 bits
+		first = min(bound, max(zstdFirstRoom, zstdFirstRatio*len(payload)))
+	}
 	out := dst[:0]
-	if first := min(bound, max(zstdFirstRoom, zstdFirstRatio*len(payload))); cap(out) < first {
+	if cap(out) < first {
 		out = make([]byte, 0, first)
 	}
 	for {
