@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -34,7 +35,8 @@ func TestCreateInvalidOptions(t *testing.T) {
 		{"negative buffer size", blobio.Options{BufferSize: -4096}},
 		{"unknown compression", blobio.Options{Compression: 7}},
 		{"unknown policy", blobio.Options{IO: 99}},
-		{"ring over memory", blobio.Options{Buffers: 1 << 40, BufferSize: 1 << 40}},
+		{"too many buffers", blobio.Options{Buffers: 1 << 20}},
+		{"ring over memory", blobio.Options{Buffers: 16, BufferSize: math.MaxInt / 4}},
 		{"pool misfit", blobio.Options{Pool: misfit, IO: fallback.Direct}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
