@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -86,6 +87,102 @@ func TestZstdBound(t *testing.T) {
 		require.NoError(t, err, c.name)
 		assert.Equal(t, c.want, got, c.name)
 	}
+}
+
+// TestStripFCS: a frame stripped of its content size decodes to the same
+// bytes, with a window that covers what a single-segment frame claimed.
+func TestStripFCS(t *testing.T) {
+	for _, w := range []uint64{1, 1 << 10, 1<<10 + 1, 1 << 20, 1<<20 + 1, 0x0e00_0001, MaxBlobSize} {
+		wd := windowDescriptor(w)
+		window := func(wd byte) uint64 {
+			base := uint64(1) << (10 + wd>>3)
+			return base + base/8*uint64(wd&7)
+		}
+		assert.GreaterOrEqual(t, window(wd), w, "window descriptor %#x for %d", wd, w)
+		if wd > 0 {
+			assert.Less(t, window(wd-1), w, "window descriptor %#x for %d is not the least", wd, w)
+		}
+		assert.LessOrEqual(t, window(wd), uint64(zstdMaxWindow), "past the decoder's window limit")
+	}
+
+	text := bytes.Repeat([]byte("pageserver blob "), 50_000)
+	dec, err := zstd.NewReader(nil)
+	require.NoError(t, err)
+	defer dec.Close()
+	for _, o := range [][]zstd.EOption{
+		{zstd.WithSingleSegment(true)},
+		{zstd.WithSingleSegment(false), zstd.WithWindowSize(1 << 20)},
+		{zstd.WithSingleSegment(true), zstd.WithEncoderCRC(true)},
+	} {
+		enc, err := zstd.NewWriter(nil, o...)
+		require.NoError(t, err)
+		frame := enc.EncodeAll(text, nil)
+		require.NoError(t, enc.Close())
+		frames, rest, _, err := zstdWalk(frame)
+		require.NoError(t, err)
+		require.Len(t, frames, 1)
+		require.Empty(t, rest)
+		require.Equal(t, int64(len(text)), frames[0].fcs)
+		stripped := stripFCS(frame, frames[0])
+		var h zstd.Header
+		_, err = h.DecodeAndStrip(stripped)
+		require.NoError(t, err)
+		assert.False(t, h.HasFCS)
+		assert.False(t, h.SingleSegment)
+		assert.GreaterOrEqual(t, h.WindowSize, uint64(len(text)))
+		got, err := dec.DecodeAll(stripped, nil)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(text, got))
+	}
+}
+
+// FuzzZstdDecode holds decode to klauspost's own DecodeAll, with the same
+// window limit and no capacity limit, up to MaxBlobSize: whatever one decodes the other decodes to the same bytes,
+// whatever room decode starts from and whatever content sizes it left out
+// of frame headers on the way.
+func FuzzZstdDecode(f *testing.F) {
+	text := bytes.Repeat([]byte("pageserver blob "), 40_000)
+	for _, o := range [][]zstd.EOption{
+		{zstd.WithSingleSegment(true)},
+		{zstd.WithSingleSegment(false), zstd.WithWindowSize(1 << 20)},
+		{zstd.WithSingleSegment(true), zstd.WithEncoderCRC(true)},
+	} {
+		enc, err := zstd.NewWriter(nil, o...)
+		require.NoError(f, err)
+		f.Add(enc.EncodeAll(text, nil), 0)
+		f.Add(append(enc.EncodeAll(text[:300], nil), enc.EncodeAll(text, nil)...), 300<<10)
+		require.NoError(f, enc.Close())
+	}
+	empty := []byte{0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0, 0, 0, 6} // claims 96 MiB
+	for i := range 800 {
+		h := uint32(2)<<1 | 2<<3
+		if i == 799 {
+			h |= 1
+		}
+		empty = append(empty, byte(h), byte(h>>8), byte(h>>16), 0, 0)
+	}
+	f.Add(empty, 0)
+	ref, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(zstdMaxWindow), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+	require.NoError(f, err)
+	defer ref.Close()
+	var p decoderPool
+	defer p.close()
+	f.Fuzz(func(t *testing.T, payload []byte, dstCap int) {
+		dstCap = min(max(dstCap, 0), 8<<20)
+		got, err := p.decode(payload, Zstd, make([]byte, 0, dstCap))
+		want, werr := ref.DecodeAll(payload, nil)
+		if werr == nil && len(want) > MaxBlobSize {
+			werr = ErrBlobTooLarge // over what decode ever gives
+		}
+		switch {
+		case err == nil && werr != nil:
+			t.Fatalf("decode gave %d bytes where DecodeAll failed: %v", len(got), werr)
+		case err != nil && werr == nil:
+			t.Fatalf("decode failed where DecodeAll gave %d bytes: %v", len(want), err)
+		case err == nil && !bytes.Equal(got, want):
+			t.Fatalf("decode gave %d bytes, DecodeAll %d", len(got), len(want))
+		}
+	})
 }
 
 // TestPlanMerges: ReadBlobs' plan merges neighbours into reads no longer

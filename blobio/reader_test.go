@@ -210,6 +210,15 @@ func TestZstdBombs(t *testing.T) {
 	garbage := make([]byte, 4000)
 	rand.NewChaCha8([32]byte{1}).Read(garbage)
 	lying := func(fcs int64) []byte { return zstdFrame(fcs, zstdBlock(true, 2, len(garbage), garbage)) }
+	// Compressed blocks that decode to nothing (no literals, no
+	// sequences): 5 bytes each, and each counts as 128 KiB in the bound.
+	empty := func(n int) [][]byte {
+		var blocks [][]byte
+		for i := range n {
+			blocks = append(blocks, zstdBlock(i == n-1, 2, 2, []byte{0, 0}))
+		}
+		return blocks
+	}
 
 	// 300 MiB of zeros, streamed (no content size): made with -update.
 	const bombFile = "testdata/zeros-300MiB.zst"
@@ -237,6 +246,8 @@ func TestZstdBombs(t *testing.T) {
 		{"claims 0x1ffff000 in 4 KiB", lying(0x1ffff000), 1 << 20},
 		{"claims 0x0ffff000 in 4 KiB", lying(0x0ffff000), 1 << 20},
 		{"claims 1 MiB in 4 KiB", lying(1 << 20), 1 << 20},
+		// Within what its blocks could hold, so only decoding tells.
+		{"claims 96 MiB in 4 KiB of empty blocks", zstdFrame(96<<20, empty(800)...), 1 << 20},
 		// A real frame must be decoded to find out: at most MaxBlobSize.
 		{"compressed to 300 MiB", compressed, blobio.MaxBlobSize + 16<<20},
 	} {
@@ -252,12 +263,26 @@ func TestZstdBombs(t *testing.T) {
 		require.NoError(t, r.Close())
 	}
 
+	// Valid, but decoding to nothing: 10 KiB of empty blocks, whose bound
+	// is MaxBlobSize, cost what they decode to, not their bound.
+	r, err := blobio.Open(writeFile(t, zstdBlob(zstdFrame(-1, empty(2100)...))), nil)
+	require.NoError(t, err)
+	var got []byte
+	n := allocated(func() { got, err = r.ReadBlob(0, nil) })
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	assert.LessOrEqual(t, n, uint64(1<<20), "empty blocks: allocated %d bytes", n)
+	require.NoError(t, r.Close())
+
 	// What a streaming encoder writes (no content size, as Neon's) and
-	// hand-made raw and RLE frames still decode, to the byte.
+	// hand-made raw and RLE frames still decode, to the byte; so do frames
+	// whose content size is past the first room decode gives a blob, one
+	// or two, single-segment or not, with a checksum.
 	var stream bytes.Buffer
 	enc, err := zstd.NewWriter(&stream)
 	require.NoError(t, err)
 	text := bytes.Repeat([]byte("neon pageserver "), 20000)
+	big := bytes.Repeat(text, 7) // 2.1 MiB, in a few KiB
 	_, err = enc.Write(text)
 	require.NoError(t, err)
 	require.NoError(t, enc.Close())
@@ -270,6 +295,10 @@ func TestZstdBombs(t *testing.T) {
 		{"raw+RLE", zstdFrame(-1, zstdBlock(false, 0, 3, []byte("abc")), zstdBlock(true, 1, 5, []byte{'z'})), []byte("abczzzzz")},
 		{"raw+RLE with FCS", zstdFrame(8, zstdBlock(false, 0, 3, []byte("abc")), zstdBlock(true, 1, 5, []byte{'z'})), []byte("abczzzzz")},
 		{"two frames", append(zstdFrame(1, zstdBlock(true, 0, 1, []byte("a"))), zstdFrame(-1, zstdBlock(true, 0, 1, []byte("b")))...), []byte("ab")},
+		{"EncodeAll, single segment", encodeAll(t, big, zstd.WithSingleSegment(true)), big},
+		{"EncodeAll, windowed", encodeAll(t, big, zstd.WithSingleSegment(false), zstd.WithWindowSize(1<<20)), big},
+		{"EncodeAll, checksum", encodeAll(t, big, zstd.WithEncoderCRC(true), zstd.WithSingleSegment(true)), big},
+		{"small then large frame", append(encodeAll(t, text[:1000]), encodeAll(t, big, zstd.WithSingleSegment(true))...), append(append([]byte{}, text[:1000]...), big...)},
 	} {
 		r, err := blobio.Open(writeFile(t, zstdBlob(c.payload)), nil)
 		require.NoError(t, err)
@@ -278,6 +307,59 @@ func TestZstdBombs(t *testing.T) {
 		assert.True(t, bytes.Equal(c.want, got), c.name)
 		require.NoError(t, r.Close())
 	}
+}
+
+// TestZstdLargeBlobs: blobs the Writer compressed far past the room a
+// blob is first decoded into (16 times its stored size) read back whole
+// through ReadBlob, ReadBlobs and the Scanner: decoding again into the
+// bound once the first room ran out.
+func TestZstdLargeBlobs(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "large.blob")
+	w, err := blobio.Create(path, &blobio.Options{Compression: blobio.Zstd})
+	require.NoError(t, err)
+	var want [][]byte
+	var offs []int64
+	for i, n := range []int{100 << 10, 1 << 20, 3 << 20, 24 << 20} {
+		v := bytes.Repeat(content(i, 4096), n/4096)
+		off, err := w.WriteBlob(v)
+		require.NoError(t, err)
+		want, offs = append(want, v), append(offs, off)
+	}
+	require.NoError(t, w.Close())
+	require.Less(t, w.Size(), int64(1<<20), "the blobs were stored compressed")
+
+	r, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	for i, off := range offs {
+		// Into room of its own and into a dst whose capacity ends inside
+		// a block, where the decoder fails in words of its own.
+		for _, dst := range [][]byte{nil, make([]byte, 0, 300<<10)} {
+			got, err := r.ReadBlob(off, dst)
+			require.NoError(t, err, "blob %d, dst of %d", i, cap(dst))
+			assert.True(t, bytes.Equal(want[i], got), "ReadBlob %d, dst of %d", i, cap(dst))
+		}
+	}
+	require.NoError(t, r.ReadBlobs(offs, func(i int, got []byte) error {
+		assert.True(t, bytes.Equal(want[i], got), "ReadBlobs %d", i)
+		return nil
+	}))
+	s := blobio.NewScanner(r)
+	n := 0
+	for ; s.Scan(); n++ {
+		assert.True(t, bytes.Equal(want[n], s.Bytes()), "Scanner %d", n)
+	}
+	require.NoError(t, s.Err())
+	assert.Equal(t, len(want), n)
+}
+
+// encodeAll compresses p into one frame, with its content size.
+func encodeAll(t *testing.T, p []byte, o ...zstd.EOption) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, o...)
+	require.NoError(t, err)
+	defer enc.Close()
+	return enc.EncodeAll(p, nil)
 }
 
 // randomFile writes n blobs of random sizes (some empty, some longer than a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -34,7 +35,8 @@ func TestCreateInvalidOptions(t *testing.T) {
 		{"negative buffer size", blobio.Options{BufferSize: -4096}},
 		{"unknown compression", blobio.Options{Compression: 7}},
 		{"unknown policy", blobio.Options{IO: 99}},
-		{"ring over memory", blobio.Options{Buffers: 1 << 40, BufferSize: 1 << 40}},
+		{"too many buffers", blobio.Options{Buffers: 1 << 20}},
+		{"ring over memory", blobio.Options{Buffers: 16, BufferSize: math.MaxInt / 4}},
 		{"pool misfit", blobio.Options{Pool: misfit, IO: fallback.Direct}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,6 +86,42 @@ func TestClosedWriter(t *testing.T) {
 		assert.ErrorIs(t, err, blobio.ErrClosed, "call %d", i)
 	}
 	assert.Equal(t, int64(1+1), w.Synced(), "Synced survives Close")
+}
+
+// TestClosedReader: every method of a closed Reader, and a Scanner over
+// it made before or after Close, fails with an error matching both
+// ErrClosed and fs.ErrClosed (issue 12, item 8).
+func TestClosedReader(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "f.blob")
+	w, err := blobio.Create(path, nil)
+	require.NoError(t, err)
+	_, err = w.WriteBlob([]byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	r, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	before := blobio.NewScanner(r)
+	require.NoError(t, r.Close())
+	after := blobio.NewScanner(r)
+	calls := map[string]func() error{
+		"ReadBlob":  func() error { _, err := r.ReadBlob(0, nil); return err },
+		"ReadBlobs": func() error { return r.ReadBlobs([]int64{0}, func(int, []byte) error { return nil }) },
+		"ReadAt":    func() error { _, err := r.ReadAt(make([]byte, 1), 0); return err },
+		"Close":     r.Close,
+		"Scanner made before Close": func() error {
+			assert.False(t, before.Scan())
+			return before.Err()
+		},
+		"Scanner made after Close": func() error {
+			assert.False(t, after.Scan())
+			return after.Err()
+		},
+	}
+	for name, call := range calls {
+		err := call()
+		assert.ErrorIs(t, err, fs.ErrClosed, name)
+		assert.ErrorIs(t, err, blobio.ErrClosed, name)
+	}
 }
 
 // TestZstdTooLarge: with Zstd a blob over MaxBlobSize is refused before it
