@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,6 +52,18 @@ func TestParseSize(t *testing.T) {
 		{"0MiB", 0},
 		{"-1", 0},
 		{"12parsecs", 0},
+		// Whole bytes only, worked out exactly: go-humanize alone cuts
+		// 1.5 to 1 and 1.3KiB (1331.2 bytes) to 1331.
+		{"1.5", 0},
+		{"1.5B", 0},
+		{"0.5", 0},
+		{"1.3KiB", 0},
+		{"0.1KiB", 0},
+		{"0.5KiB", 512},
+		{"1.5k", 1500},
+		{"4.35MB", 4_350_000},
+		{"1.000", 1},
+		{"8.0EiB", 0},
 	} {
 		got, err := parseSize(c.in)
 		if c.want == 0 {
@@ -63,6 +76,10 @@ func TestParseSize(t *testing.T) {
 	}
 	_, err := parseSize("9999999999GiB")
 	assert.EqualError(t, err, "too large")
+	_, err = parseSize("1.5")
+	assert.EqualError(t, err, "not a whole number of bytes")
+	_, err = parseSize("1.3KiB")
+	assert.EqualError(t, err, "1.3KiB is 1331.2 bytes, not a whole number")
 }
 
 func TestSizeName(t *testing.T) {
@@ -232,12 +249,30 @@ func TestSizeFlags(t *testing.T) {
 		{[]string{"pressure", "-memory", "9999999999GiB", dir}, "-memory"},
 		{[]string{"pressure", "-hot", "9999999999GiB", dir}, "-hot"},
 		{[]string{"pressure", "-hot", "16EiB", dir}, "-hot"},
+		// A fraction of a byte, which go-humanize cuts to a whole one
+		// (-size 1.5 was 1 byte, and then -value took the blame).
+		{[]string{"bench", "-size", "1.5", dir}, "-size"},
+		{[]string{"bench", "-value", "1.5", dir}, "-value"},
+		{[]string{"bench", "-buffers", "8KiB,1.5", dir}, "-buffers"},
+		{[]string{"bench", "-buffers", "8.0001KiB", dir}, "-buffers"},
+		{[]string{"pressure", "-memory", "1.5", dir}, "-memory"},
+		{[]string{"pressure", "-memory", "256.0001MiB", dir}, "-memory"},
+		{[]string{"pressure", "-hot", "32.00001MiB", dir}, "-hot"},
 	} {
-		stdout, stderr, code := dioCheck(t, c.args...)
+		// Small runs first, which the flag tried overrides: should a
+		// size be taken, the run it starts is short.
+		small := map[string][]string{
+			"bench":    {"-size", "4MiB", "-duration", "20ms", "-runs", "1", "-fio=false", "-workload", "seq-no-delta"},
+			"pressure": {"-seconds", "1", "-hot", "32MiB", "-memory", "256MiB", "-engines", "std-fs"},
+		}[c.args[0]]
+		stdout, stderr, code := dioCheck(t, slices.Concat(c.args[:1], small, c.args[1:])...)
 		assert.Equal(t, 2, code, "%q", c.args)
 		assert.Empty(t, stdout, "%q", c.args)
 		// The first line names the flag that was wrong, first.
 		assert.Regexp(t, `^dio-check: (invalid value "[^"]*" for flag )?`+c.flag+`[ :]`, stderr, "%q", c.args)
+		if strings.Contains(c.args[2], ".") { // the value
+			assert.Contains(t, stderr, "not a whole number", "%q", c.args)
+		}
 	}
 	testenv.RequireEmpty(t, dir)
 }

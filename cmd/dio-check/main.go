@@ -11,7 +11,8 @@
 // Flags may come before or after the directories ("--" ends them), and -h
 // or -help prints a command's usage and flags. Sizes are bytes or a number
 // with a unit, as go-humanize parses them: KiB, MiB, GiB are powers of 2,
-// kB, MB, GB (and k, M, G) powers of 10, so 128MB is 128,000,000 bytes.
+// kB, MB, GB (and k, M, G) powers of 10, so 128MB is 128,000,000 bytes;
+// a size must come to a whole number of bytes (1.5KiB, not 1.3KiB).
 //
 // The probe writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
