@@ -293,6 +293,40 @@ func TestProbeJSONError(t *testing.T) {
 	testenv.RequireEmpty(t, dir)
 }
 
+// TestDirErrorJSON checks that bench and pressure, like the probe, print
+// an object with the directory and the error under -json for a directory
+// they cannot use, as well as the one-line reason on stderr, and exit 2.
+func TestDirErrorJSON(t *testing.T) {
+	dir := testenv.Dir(t)
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, bad := range []string{filepath.Join(dir, "missing"), file} {
+		for _, cmd := range [][]string{
+			{"-json"},
+			{"bench", "-json", "-size", "4MiB", "-duration", "20ms", "-runs", "1", "-fio=false"},
+			{"pressure", "-json", "-seconds", "1", "-hot", "32MiB", "-memory", "256MiB"},
+		} {
+			requireDirError(t, append(cmd, bad), bad)
+		}
+	}
+	require.NoError(t, os.Remove(file))
+	testenv.RequireEmpty(t, dir)
+}
+
+// requireDirError runs dio-check with args, which name dir, a directory
+// it cannot use, and -json: exit 2, the reason in one line on stderr, and
+// on stdout one object with dir and that reason.
+func requireDirError(t *testing.T, args []string, dir string) {
+	t.Helper()
+	stdout, stderr, code := dioCheck(t, args...)
+	assert.Equal(t, 2, code, "%q", args)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "%q: one line on stderr: %s", args, stderr)
+	var e map[string]any
+	if assert.NoError(t, json.Unmarshal([]byte(stdout), &e), "%q: %s", args, stdout) {
+		assert.Equal(t, map[string]any{"dir": dir, "error": strings.TrimSpace(strings.TrimPrefix(stderr, "dio-check: "))}, e, "%q", args)
+	}
+}
+
 // TestBenchProgressPiped checks that a bench whose stderr is a pipe says,
 // a line per run, how far along it is, and from the second run how long
 // is left.

@@ -118,7 +118,7 @@ const minPressureMemory = 64 << 20
 func pressureFlags() (*flag.FlagSet, *pressureConfig) {
 	c := pressureConfig{memory: 1 << 30, hot: 600 << 20}
 	fs := flag.NewFlagSet("dio-check pressure", flag.ContinueOnError)
-	fs.BoolVar(&c.json, "json", false, "print one JSON object per row")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per row; a directory pressure cannot use gets {\"dir\", \"error\"}")
 	fs.Var((*sizeValue)(&c.memory), "memory", "the memory cgroup's limit in `bytes`")
 	fs.Var((*sizeValue)(&c.hot), "hot", "the `bytes` of the co-tenant's hot file, warmed into the page cache inside the cgroup")
 	fs.IntVar(&c.seconds, "seconds", 10, "seconds the co-tenant is measured, alone and beside each ingest")
@@ -202,14 +202,16 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	if err != nil {
 		return err
 	}
+	// A directory pressure cannot use is an object on stdout under
+	// -json, as in the probe.
 	if err := checkDir(c.dir); err != nil {
-		return err
+		return dirError(stdout, c.json, c.dir, err)
 	}
 	// A file in tmpfs or ramfs is memory that reclaim cannot write back
 	// and drop (no swap here): an ingest into it fills the cgroup until
 	// the OOM killer ends the run, which measures nothing of dio's.
 	if fsName, _ := direct.Filesystem(c.dir); fsName == "tmpfs" || fsName == "ramfs" {
-		return usageError{msg: fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)}
+		return dirError(stdout, c.json, c.dir, usageError{msg: fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)})
 	}
 	if os.Geteuid() != 0 {
 		return usageError{msg: "pressure needs root: it makes a memory cgroup"}
@@ -247,7 +249,7 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 
 	work, err := tmp.mkdirTemp(c.dir, ".dio-pressure-")
 	if err != nil {
-		return usageError{msg: fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)}
+		return dirError(stdout, c.json, c.dir, usageError{msg: fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)})
 	}
 	defer tmp.remove(work)
 

@@ -62,6 +62,7 @@ func inMemoryFS(t *testing.T, dir string) {
 		_, stderr, code := dioCheck(t, "pressure", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, fs+" holds files in memory")
+		requireDirError(t, []string{"pressure", "-json", "-seconds", "1", "-memory", "256MiB", "-hot", "32MiB", dir}, dir)
 		testenv.RequireEmpty(t, dir)
 		t.Skipf("pressure refuses %s", fs)
 	}

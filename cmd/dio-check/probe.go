@@ -55,10 +55,23 @@ func probeFlags() (*flag.FlagSet, *probeOptions) {
 	return fs, &o
 }
 
-// ProbeError is what -json prints for a directory that cannot be probed.
+// ProbeError is what -json prints for a directory that cannot be probed,
+// or that bench or pressure cannot use.
 type ProbeError struct {
 	Dir   string `json:"dir"`
 	Error string `json:"error"`
+}
+
+// dirError returns err, why dir cannot be probed or used, having printed
+// it as a ProbeError on stdout under -json (asJSON), for whatever reads
+// the objects; the caller's error goes to stderr as ever.
+func dirError(stdout io.Writer, asJSON bool, dir string, err error) error {
+	if asJSON {
+		if jerr := json.NewEncoder(stdout).Encode(ProbeError{Dir: dir, Error: err.Error()}); jerr != nil {
+			return jerr
+		}
+	}
+	return err
 }
 
 func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
@@ -74,15 +87,8 @@ func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		return usageError{msg: "no directory given", synopsis: synopsis(fs)}
 	}
 	// A directory that cannot be probed is still an object on stdout
-	// under -json, for whatever reads it; the reason goes to stderr too.
-	failed := func(dir string, err error) error {
-		if o.json {
-			if jerr := json.NewEncoder(stdout).Encode(ProbeError{Dir: dir, Error: err.Error()}); jerr != nil {
-				return jerr
-			}
-		}
-		return err
-	}
+	// under -json; the reason goes to stderr too.
+	failed := func(dir string, err error) error { return dirError(stdout, o.json, dir, err) }
 	for _, dir := range dirs {
 		if err := checkDir(dir); err != nil {
 			return failed(dir, err)
