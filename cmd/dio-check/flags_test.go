@@ -277,18 +277,56 @@ func TestSizeFlags(t *testing.T) {
 	testenv.RequireEmpty(t, dir)
 }
 
-func TestProbeJSONError(t *testing.T) {
+// TestProbeSeveralDirs checks that the probe goes through the directories
+// in order, one that cannot be probed hiding none of the others: under
+// -json an object per directory, the result or the error; else a table
+// row per good one and a line on stderr per bad one; exit 2 after all.
+func TestProbeSeveralDirs(t *testing.T) {
 	dir := testenv.Dir(t)
 	file := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	for _, bad := range []string{dir + "/missing", file} {
-		stdout, stderr, code := dioCheck(t, "-json", dir, bad)
-		assert.Equal(t, 2, code)
-		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %s", stderr)
-		var e map[string]any
-		require.NoError(t, json.Unmarshal([]byte(stdout), &e), stdout)
-		assert.Equal(t, map[string]any{"dir": bad, "error": strings.TrimSpace(strings.TrimPrefix(stderr, "dio-check: "))}, e)
+	missing := filepath.Join(dir, "missing")
+	for _, reqFlag := range [][]string{nil, {"-require", "direct"}} {
+		args := append(slices.Clone(reqFlag), "-json", dir, missing, file, dir)
+		stdout, stderr, code := dioCheck(t, args...)
+		assert.Equal(t, 2, code, "%q: a directory could not be probed, which exit 2 says before an unmet -require", args)
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		require.Len(t, lines, 4, "%q: an object per directory: %s", args, stdout)
+		var reasons []string
+		for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+			if !strings.Contains(l, "would not get O_DIRECT") {
+				reasons = append(reasons, strings.TrimPrefix(l, "dio-check: "))
+			}
+		}
+		require.Len(t, reasons, 2, "%q: a line per bad directory: %s", args, stderr)
+		for i, want := range []string{dir, missing, file, dir} {
+			var obj map[string]any
+			require.NoError(t, json.Unmarshal([]byte(lines[i]), &obj), lines[i])
+			assert.Equal(t, want, obj["dir"], "%q: object %d", args, i)
+			if i == 1 || i == 2 {
+				assert.Equal(t, map[string]any{"dir": want, "error": reasons[i-1]}, obj, "%q", args)
+			} else {
+				assert.Contains(t, obj, "mode", "%q: a probe", args)
+			}
+		}
+		assert.Equal(t, len(reqFlag) > 0 && testenv.RejectsDirect(), strings.Contains(stderr, dir+" would not get O_DIRECT"), "%q: %s", args, stderr)
 	}
+
+	// Without -json: a table row per good directory, a line per bad one.
+	stdout, stderr, code := dioCheck(t, missing, dir, file)
+	assert.Equal(t, 2, code)
+	assert.Regexp(t, `^DIR `, stdout)
+	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(dir)+` +\S+ `, stdout, "a row for %s", dir)
+	assert.NotContains(t, stdout, missing)
+	assert.NotContains(t, stdout, file)
+	assert.Equal(t, "dio-check: stat "+missing+": no such file or directory\ndio-check: "+file+": not a directory\n", stderr)
+
+	// Nothing that could be probed: no table, only the reasons.
+	stdout, stderr, code = dioCheck(t, missing, file)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, 2, strings.Count(stderr, "\n"), stderr)
+
 	require.NoError(t, os.Remove(file))
 	testenv.RequireEmpty(t, dir)
 }

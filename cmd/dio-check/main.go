@@ -14,7 +14,11 @@
 // kB, MB, GB (and k, M, G) powers of 10, so 128MB is 128,000,000 bytes;
 // a size must come to a whole number of bytes (1.5KiB, not 1.3KiB).
 //
-// The probe writes a real temporary file in each directory (created
+// The probe takes the directories in order, and one it cannot probe
+// (missing, not a directory, not writable) stops none of the others: it
+// gets its reason on stderr, and under -json an object {"dir", "error"}
+// in its place on stdout, and the exit status is 2 once all are done.
+// It writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
 // SIGINT and SIGTERM) and reports the filesystem, its block device, the
 // direct-I/O alignment, whether O_DIRECT, io_uring and RWF_DONTCACHE work,
@@ -25,9 +29,9 @@
 // file through the page cache; it needs root.
 //
 // Exit status: 0 done (and after -h); 1 a -require was not met; 2 bad
-// usage or a directory that cannot be probed; 130 on SIGINT and 143 on
-// SIGTERM (128 + the signal, as a shell reports it), after removing the
-// temporary files.
+// usage or a directory that cannot be probed (even with a -require unmet);
+// 130 on SIGINT and 143 on SIGTERM (128 + the signal, as a shell reports
+// it), after removing the temporary files.
 package main
 
 import (
@@ -54,6 +58,10 @@ func (e usageError) Error() string { return e.msg }
 // errRequire is an unmet -require: exit 1.
 var errRequire = errors.New("requirement not met")
 
+// errReported is a failure whose reasons were printed already, a
+// directory of several that could not be probed: exit 2.
+var errReported = errors.New("failed, as printed")
+
 func main() {
 	tmp := newTempFiles()
 	defer tmp.removeAll()
@@ -78,6 +86,9 @@ func main() {
 	case errors.Is(err, errRequire):
 		tmp.removeAll()
 		os.Exit(1)
+	case errors.Is(err, errReported):
+		tmp.removeAll()
+		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "dio-check:", err)
 		tmp.removeAll()
