@@ -19,9 +19,10 @@ var errHelp = errors.New("help requested")
 
 // parseFlags parses args with fs, flags and operands in any order as far
 // as a "--", after which everything is an operand, and returns the
-// operands. -h and -help print usage on stdout and return errHelp; any
-// other flag error comes back as a usageError carrying the synopsis, to be
-// printed once.
+// operands. -h and -help print usage on stdout and return errHelp, and so
+// does an operand "help" before any "--" (dio-check bench help; a
+// directory named help is ./help, or after "--"); any other flag error
+// comes back as a usageError carrying the synopsis, to be printed once.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io.Writer)) ([]string, error) {
 	// The flag package prints its errors and the usage itself; we print
 	// them once, and the usage asked for on stdout.
@@ -44,6 +45,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io
 		}
 		if len(rest) == 0 {
 			return operands, nil
+		}
+		if rest[0] == "help" {
+			usage(stdout)
+			return nil, errHelp
 		}
 		operands = append(operands, rest[0])
 		args = rest[1:]

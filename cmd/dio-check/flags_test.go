@@ -150,6 +150,18 @@ func TestParseFlagsInterspersed(t *testing.T) {
 	_, err = parseFlags(fs, []string{"/a", "-h"}, &stdout, func(w io.Writer) { fmt.Fprint(w, "the usage") })
 	assert.ErrorIs(t, err, errHelp)
 	assert.Equal(t, "the usage", stdout.String())
+
+	// help, as an operand, asks for the usage too; after "--" it is a
+	// directory.
+	stdout.Reset()
+	_, err = parseFlags(fs, []string{"/a", "help", "-json"}, &stdout, func(w io.Writer) { fmt.Fprint(w, "the usage") })
+	assert.ErrorIs(t, err, errHelp)
+	assert.Equal(t, "the usage", stdout.String())
+	stdout.Reset()
+	got, err := parseFlags(fs, []string{"/a", "--", "help"}, &stdout, func(w io.Writer) { fmt.Fprint(w, "the usage") })
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/a", "help"}, got)
+	assert.Empty(t, stdout.String())
 }
 
 // TestHelp checks that every way of asking for usage prints it on stdout,
@@ -172,6 +184,12 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "bench"}, bench},
 		{[]string{"pressure", "-h"}, pressure},
 		{[]string{"help", "pressure"}, pressure},
+		// help after a command, as a word rather than a flag.
+		{[]string{"bench", "help"}, bench},
+		{[]string{"bench", "-json", "help"}, bench},
+		{[]string{"pressure", "help"}, pressure},
+		{[]string{"pressure", "/tmp", "help"}, pressure},
+		{[]string{"/tmp", "help"}, probe},
 	} {
 		stdout, stderr, code := dioCheck(t, c.args...)
 		assert.Equal(t, 0, code, "%q", c.args)

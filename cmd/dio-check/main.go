@@ -9,7 +9,8 @@
 //	dio-check help [bench | pressure]
 //
 // Flags may come before or after the directories ("--" ends them), and -h
-// or -help prints a command's usage and flags. Sizes are bytes or a number
+// or -help prints a command's usage and flags, as does help after it
+// (dio-check bench help). Sizes are bytes or a number
 // with a unit, as go-humanize parses them: KiB, MiB, GiB are powers of 2,
 // kB, MB, GB (and k, M, G) powers of 10, so 128MB is 128,000,000 bytes;
 // a size must come to a whole number of bytes (1.5KiB, not 1.3KiB).
@@ -149,7 +150,8 @@ func usage(w io.Writer) {
 	probe.SetOutput(w)
 	probe.PrintDefaults()
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Flags may come before or after the directories (\"--\" ends them); -h shows a command's flags.")
+	fmt.Fprintln(w, "Flags may come before or after the directories (\"--\" ends them); -h, or help after a command")
+	fmt.Fprintln(w, "(dio-check bench help), shows its flags.")
 	fmt.Fprintln(w, "Sizes: "+sizeHelp+".")
 	fmt.Fprintln(w, "Exit status: 0 done; 1 a -require was not met; 2 bad usage or a directory that cannot be probed;")
 	fmt.Fprintln(w, "130 on SIGINT, 143 on SIGTERM, after removing the temporary files.")
