@@ -81,7 +81,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	if err != nil {
 		return err
 	}
-	bad := func(msg string) error { return usageError{msg: msg, synopsis: synopsis(fs)} }
+	bad := func(msg string) error { return badUsage(fs, msg) }
 	if len(dirs) != 1 {
 		return bad("bench takes exactly one directory")
 	}

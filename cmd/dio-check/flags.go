@@ -36,7 +36,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io
 			return nil, errHelp
 		}
 		if err != nil {
-			return nil, usageError{msg: err.Error(), synopsis: synopsis(fs)}
+			return nil, badUsage(fs, err.Error())
 		}
 		// Parse stops at the first operand, or consumes a "--" and stops.
 		rest := fs.Args()

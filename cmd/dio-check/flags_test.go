@@ -225,8 +225,36 @@ func TestBadFlagOnce(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "flag provided but not defined: -nope"), "%q: %s", args, stderr)
 		assert.Equal(t, 1, strings.Count(stderr, "usage: "), "%q: %s", args, stderr)
 		assert.True(t, strings.HasPrefix(stderr, "dio-check: flag provided"), "%q: the error comes first: %s", args, stderr)
+		requireHintWorks(t, args, stderr)
+	}
+	// A bad value for a flag, or from the help command, likewise.
+	for _, args := range [][]string{{"bench", "-size", "1.5", dir}, {"pressure", "-memory", "lots", dir}, {"help", "nope"}} {
+		_, stderr, code := dioCheck(t, args...)
+		assert.Equal(t, 2, code, "%q", args)
+		requireHintWorks(t, args, stderr)
 	}
 	testenv.RequireEmpty(t, dir)
+}
+
+// requireHintWorks checks the hint that ends the stderr of the command
+// line args, refused: it names the command's own help (dio-check bench's,
+// not dio-check's), and each command it names prints that usage on
+// stdout and exits 0.
+func requireHintWorks(t *testing.T, args []string, stderr string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	hint := lines[len(lines)-1]
+	cmds := regexp.MustCompile(`'dio-check ?([^']*)'`).FindAllStringSubmatch(hint, -1)
+	require.NotEmpty(t, cmds, "%q: no command in the hint %q", args, hint)
+	want := "usage: dio-check ["
+	if args[0] == "bench" || args[0] == "pressure" {
+		want = "usage: dio-check " + args[0] + " ["
+	}
+	for _, c := range cmds {
+		stdout, stderr, code := dioCheck(t, strings.Fields(c[1])...)
+		assert.Equal(t, 0, code, "%q: %q: %s", args, c[0], stderr)
+		assert.Contains(t, stdout, want, "%q: %q prints another command's usage", args, c[0])
+	}
 }
 
 func TestInterspersedFlags(t *testing.T) {

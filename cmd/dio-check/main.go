@@ -51,10 +51,26 @@ import (
 )
 
 // usageError is a bad command line or an unusable directory: exit 2. A
-// bad command line carries its command's synopsis, printed after msg.
-type usageError struct{ msg, synopsis string }
+// bad command line carries its command's synopsis, printed after msg, and
+// a hint at how to see the command's flags.
+type usageError struct{ msg, synopsis, hint string }
 
 func (e usageError) Error() string { return e.msg }
+
+// badUsage is msg about a command line that fs refused, or that its
+// command did.
+func badUsage(fs *flag.FlagSet, msg string) usageError {
+	return usageError{msg: msg, synopsis: synopsis(fs), hint: helpHint(fs.Name())}
+}
+
+// helpHint points at the usage of cmd ("dio-check", "dio-check bench"):
+// the probe's help lists the commands, the others' their flags.
+func helpHint(cmd string) string {
+	if cmd == "dio-check" {
+		return "Run 'dio-check help' for the commands and their flags."
+	}
+	return fmt.Sprintf("Run '%s -h' (or 'dio-check help %s') for its flags.", cmd, strings.TrimPrefix(cmd, "dio-check "))
+}
 
 // errRequire is an unmet -require: exit 1.
 var errRequire = errors.New("requirement not met")
@@ -80,7 +96,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dio-check:", err)
 		if ue.synopsis != "" {
 			fmt.Fprintln(os.Stderr, ue.synopsis)
-			fmt.Fprintln(os.Stderr, "Run 'dio-check help' for the commands and their flags.")
+		}
+		if ue.hint != "" {
+			fmt.Fprintln(os.Stderr, ue.hint)
 		}
 		tmp.removeAll()
 		os.Exit(2)
@@ -126,7 +144,7 @@ func help(args []string, stdout io.Writer) error {
 		printFlags(stdout, fs)
 	default:
 		return usageError{msg: fmt.Sprintf("help %s: the commands are bench and pressure", strings.Join(args, " ")),
-			synopsis: "usage: dio-check help [bench | pressure]"}
+			synopsis: "usage: dio-check help [bench | pressure]", hint: helpHint("dio-check")}
 	}
 	return errHelp
 }

@@ -135,7 +135,7 @@ func parsePressure(args []string, stdout io.Writer) (pressureConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	bad := func(msg string) error { return usageError{msg: msg, synopsis: synopsis(fs)} }
+	bad := func(msg string) error { return badUsage(fs, msg) }
 	if len(dirs) != 1 {
 		return c, bad("pressure takes exactly one directory")
 	}

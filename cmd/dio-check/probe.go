@@ -87,10 +87,10 @@ func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		return err
 	}
 	if o.require != "" && o.require != "direct" {
-		return usageError{msg: fmt.Sprintf("-require %q: only \"direct\" is known", o.require), synopsis: synopsis(fs)}
+		return badUsage(fs, fmt.Sprintf("-require %q: only \"direct\" is known", o.require))
 	}
 	if len(dirs) == 0 {
-		return usageError{msg: "no directory given", synopsis: synopsis(fs)}
+		return badUsage(fs, "no directory given")
 	}
 	// Each directory in turn: a result, or why it cannot be probed (an
 	// object on stdout under -json, a line on stderr), and on to the
