@@ -399,26 +399,31 @@ func medians(rows []PressureRow, details []rowDetail) ([]PressureRow, []rowDetai
 }
 
 // progress shows the child's phases on stderr: one live line on a
-// terminal, a line per phase and step otherwise.
+// terminal, fitted to its width as the bench's bar is, a line per phase
+// and step otherwise.
 type progress struct {
 	w       io.Writer
 	live    bool
+	width   int // the terminal's columns (0: unknown)
 	seconds int
 	last    string
 }
 
 func newProgress(w io.Writer, seconds int) *progress {
-	live, _ := isTerminal(w)
-	return &progress{w: w, live: live, seconds: seconds}
+	live, width := isTerminal(w)
+	return &progress{w: w, live: live, width: width, seconds: seconds}
 }
 
 func (p *progress) update(m pressureMsg) {
 	line := m.Phase + ": " + m.Step
 	if p.live {
+		// On a narrow terminal the phase loses its middle, keeping the
+		// round, the step and the seconds measured.
+		tail := ""
 		if m.Elapsed > 0 {
-			line += fmt.Sprintf(" %d/%d s", m.Elapsed, p.seconds)
+			tail = fmt.Sprintf(" %d/%d s", m.Elapsed, p.seconds)
 		}
-		fmt.Fprintf(p.w, "\r\033[Kdio-check pressure: %s", line)
+		fmt.Fprintf(p.w, "\r\033[K%s", fitLine("dio-check pressure: ", line, tail, p.width))
 		return
 	}
 	if line != p.last {
