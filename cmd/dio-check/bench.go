@@ -55,7 +55,7 @@ type benchOptions struct {
 func benchFlags() (*flag.FlagSet, *benchOptions) {
 	o := benchOptions{size: 128 << 20, value: 100, buffers: sizesValue{8 << 10, 64 << 10}}
 	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
-	fs.BoolVar(&o.json, "json", false, "print one JSON object per run")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per run; a directory the bench cannot use gets {\"dir\", \"error\"}")
 	fs.Var(&o.size, "size", "payload `bytes` to ingest per run (the read workload's blob file: "+sizeName(readFileSize)+" unless -size is given)")
 	fs.StringVar(&o.workloads, "workload", strings.Join(append(ingest.Workloads(), ingest.Read), ","), "workloads, comma-separated")
 	fs.DurationVar(&o.duration, "duration", time.Second, "how long each read row reads")
@@ -81,7 +81,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	if err != nil {
 		return err
 	}
-	bad := func(msg string) error { return usageError{msg: msg, synopsis: synopsis(fs)} }
+	bad := func(msg string) error { return badUsage(fs, msg) }
 	if len(dirs) != 1 {
 		return bad("bench takes exactly one directory")
 	}
@@ -128,13 +128,15 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			readSize = size
 		}
 	})
+	// A directory the bench cannot use is an object on stdout under
+	// -json, as in the probe.
 	if err := checkDir(dir); err != nil {
-		return err
+		return dirError(stdout, o.json, dir, err)
 	}
 	// Fail early, as a usage error, on a directory we cannot write.
 	probePath, err := createTemp(dir, ".dio-check-", tmp)
 	if err != nil {
-		return err
+		return dirError(stdout, o.json, dir, err)
 	}
 	tmp.remove(probePath)
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"strings"
+	"unicode"
 
 	"github.com/dustin/go-humanize"
 )
@@ -17,9 +19,10 @@ var errHelp = errors.New("help requested")
 
 // parseFlags parses args with fs, flags and operands in any order as far
 // as a "--", after which everything is an operand, and returns the
-// operands. -h and -help print usage on stdout and return errHelp; any
-// other flag error comes back as a usageError carrying the synopsis, to be
-// printed once.
+// operands. -h and -help print usage on stdout and return errHelp, and so
+// does an operand "help" before any "--" (dio-check bench help; a
+// directory named help is ./help, or after "--"); any other flag error
+// comes back as a usageError carrying the synopsis, to be printed once.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io.Writer)) ([]string, error) {
 	// The flag package prints its errors and the usage itself; we print
 	// them once, and the usage asked for on stdout.
@@ -33,7 +36,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io
 			return nil, errHelp
 		}
 		if err != nil {
-			return nil, usageError{msg: err.Error(), synopsis: synopsis(fs)}
+			return nil, badUsage(fs, err.Error())
 		}
 		// Parse stops at the first operand, or consumes a "--" and stops.
 		rest := fs.Args()
@@ -42,6 +45,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage func(io
 		}
 		if len(rest) == 0 {
 			return operands, nil
+		}
+		if rest[0] == "help" {
+			usage(stdout)
+			return nil, errHelp
 		}
 		operands = append(operands, rest[0])
 		args = rest[1:]
@@ -108,9 +115,9 @@ const sizeHelp = "bytes (134217728) or a number and a unit: KiB, MiB, GiB count 
 
 // parseSize reads a positive byte count as people write it, with
 // go-humanize's units: KiB, MiB, GiB (and Ki, Mi, Gi) are powers of 2,
-// kB, MB, GB (and k, M, G) are powers of 10. It refuses 0, fractions of a
-// byte left over as a whole number are dropped, and a size past an int64
-// is an error, not a wrap.
+// kB, MB, GB (and k, M, G) are powers of 10. It refuses 0, a size past an
+// int64 (an error, not a wrap), and one that is not a whole number of
+// bytes (1.5, 1.3KiB), which go-humanize would cut to one quietly.
 func parseSize(s string) (int64, error) {
 	n, err := humanize.ParseBytes(s)
 	switch {
@@ -119,10 +126,43 @@ func parseSize(s string) (int64, error) {
 		return 0, errors.New("too large")
 	case err != nil:
 		return 0, errors.New("not a size: want " + sizeHelp)
-	case n == 0:
+	}
+	// go-humanize multiplies a fraction by its unit in floating point
+	// and drops what is left below a byte: redo it exactly.
+	if num, unit := splitSize(s); strings.Contains(num, ".") {
+		exact, ok := new(big.Rat).SetString(num)
+		perUnit, err := humanize.ParseBytes("1" + unit)
+		if !ok || err != nil {
+			return 0, errors.New("not a size: want " + sizeHelp)
+		}
+		exact.Mul(exact, new(big.Rat).SetInt64(int64(perUnit)))
+		if !exact.IsInt() && perUnit == 1 {
+			return 0, errors.New("not a whole number of bytes")
+		}
+		if !exact.IsInt() {
+			// A decimal times a whole unit has no more places than it.
+			places := len(num) - strings.Index(num, ".") - 1
+			return 0, fmt.Errorf("%s is %s bytes, not a whole number", s, strings.TrimRight(exact.FloatString(places), "0"))
+		}
+		if !exact.Num().IsInt64() {
+			return 0, errors.New("too large")
+		}
+		n = exact.Num().Uint64()
+	}
+	if n == 0 {
 		return 0, errors.New("not a positive size")
 	}
 	return int64(n), nil
+}
+
+// splitSize splits a size as go-humanize does: the number (its digits,
+// points and commas, the commas dropped) and the unit after it.
+func splitSize(s string) (num, unit string) {
+	i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsDigit(r) && r != '.' && r != ',' })
+	if i < 0 {
+		i = len(s)
+	}
+	return strings.ReplaceAll(s[:i], ",", ""), s[i:]
 }
 
 // sizeName prints a byte count as the flags take it, in the largest

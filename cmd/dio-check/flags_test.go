@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,6 +52,18 @@ func TestParseSize(t *testing.T) {
 		{"0MiB", 0},
 		{"-1", 0},
 		{"12parsecs", 0},
+		// Whole bytes only, worked out exactly: go-humanize alone cuts
+		// 1.5 to 1 and 1.3KiB (1331.2 bytes) to 1331.
+		{"1.5", 0},
+		{"1.5B", 0},
+		{"0.5", 0},
+		{"1.3KiB", 0},
+		{"0.1KiB", 0},
+		{"0.5KiB", 512},
+		{"1.5k", 1500},
+		{"4.35MB", 4_350_000},
+		{"1.000", 1},
+		{"8.0EiB", 0},
 	} {
 		got, err := parseSize(c.in)
 		if c.want == 0 {
@@ -63,6 +76,10 @@ func TestParseSize(t *testing.T) {
 	}
 	_, err := parseSize("9999999999GiB")
 	assert.EqualError(t, err, "too large")
+	_, err = parseSize("1.5")
+	assert.EqualError(t, err, "not a whole number of bytes")
+	_, err = parseSize("1.3KiB")
+	assert.EqualError(t, err, "1.3KiB is 1331.2 bytes, not a whole number")
 }
 
 func TestSizeName(t *testing.T) {
@@ -133,6 +150,18 @@ func TestParseFlagsInterspersed(t *testing.T) {
 	_, err = parseFlags(fs, []string{"/a", "-h"}, &stdout, func(w io.Writer) { fmt.Fprint(w, "the usage") })
 	assert.ErrorIs(t, err, errHelp)
 	assert.Equal(t, "the usage", stdout.String())
+
+	// help, as an operand, asks for the usage too; after "--" it is a
+	// directory.
+	stdout.Reset()
+	_, err = parseFlags(fs, []string{"/a", "help", "-json"}, &stdout, func(w io.Writer) { fmt.Fprint(w, "the usage") })
+	assert.ErrorIs(t, err, errHelp)
+	assert.Equal(t, "the usage", stdout.String())
+	stdout.Reset()
+	got, err := parseFlags(fs, []string{"/a", "--", "help"}, &stdout, func(w io.Writer) { fmt.Fprint(w, "the usage") })
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/a", "help"}, got)
+	assert.Empty(t, stdout.String())
 }
 
 // TestHelp checks that every way of asking for usage prints it on stdout,
@@ -155,6 +184,12 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "bench"}, bench},
 		{[]string{"pressure", "-h"}, pressure},
 		{[]string{"help", "pressure"}, pressure},
+		// help after a command, as a word rather than a flag.
+		{[]string{"bench", "help"}, bench},
+		{[]string{"bench", "-json", "help"}, bench},
+		{[]string{"pressure", "help"}, pressure},
+		{[]string{"pressure", "/tmp", "help"}, pressure},
+		{[]string{"/tmp", "help"}, probe},
 	} {
 		stdout, stderr, code := dioCheck(t, c.args...)
 		assert.Equal(t, 0, code, "%q", c.args)
@@ -190,8 +225,36 @@ func TestBadFlagOnce(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "flag provided but not defined: -nope"), "%q: %s", args, stderr)
 		assert.Equal(t, 1, strings.Count(stderr, "usage: "), "%q: %s", args, stderr)
 		assert.True(t, strings.HasPrefix(stderr, "dio-check: flag provided"), "%q: the error comes first: %s", args, stderr)
+		requireHintWorks(t, args, stderr)
+	}
+	// A bad value for a flag, or from the help command, likewise.
+	for _, args := range [][]string{{"bench", "-size", "1.5", dir}, {"pressure", "-memory", "lots", dir}, {"help", "nope"}} {
+		_, stderr, code := dioCheck(t, args...)
+		assert.Equal(t, 2, code, "%q", args)
+		requireHintWorks(t, args, stderr)
 	}
 	testenv.RequireEmpty(t, dir)
+}
+
+// requireHintWorks checks the hint that ends the stderr of the command
+// line args, refused: it names the command's own help (dio-check bench's,
+// not dio-check's), and each command it names prints that usage on
+// stdout and exits 0.
+func requireHintWorks(t *testing.T, args []string, stderr string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	hint := lines[len(lines)-1]
+	cmds := regexp.MustCompile(`'dio-check ?([^']*)'`).FindAllStringSubmatch(hint, -1)
+	require.NotEmpty(t, cmds, "%q: no command in the hint %q", args, hint)
+	want := "usage: dio-check ["
+	if args[0] == "bench" || args[0] == "pressure" {
+		want = "usage: dio-check " + args[0] + " ["
+	}
+	for _, c := range cmds {
+		stdout, stderr, code := dioCheck(t, strings.Fields(c[1])...)
+		assert.Equal(t, 0, code, "%q: %q: %s", args, c[0], stderr)
+		assert.Contains(t, stdout, want, "%q: %q prints another command's usage", args, c[0])
+	}
 }
 
 func TestInterspersedFlags(t *testing.T) {
@@ -232,30 +295,120 @@ func TestSizeFlags(t *testing.T) {
 		{[]string{"pressure", "-memory", "9999999999GiB", dir}, "-memory"},
 		{[]string{"pressure", "-hot", "9999999999GiB", dir}, "-hot"},
 		{[]string{"pressure", "-hot", "16EiB", dir}, "-hot"},
+		// A fraction of a byte, which go-humanize cuts to a whole one
+		// (-size 1.5 was 1 byte, and then -value took the blame).
+		{[]string{"bench", "-size", "1.5", dir}, "-size"},
+		{[]string{"bench", "-value", "1.5", dir}, "-value"},
+		{[]string{"bench", "-buffers", "8KiB,1.5", dir}, "-buffers"},
+		{[]string{"bench", "-buffers", "8.0001KiB", dir}, "-buffers"},
+		{[]string{"pressure", "-memory", "1.5", dir}, "-memory"},
+		{[]string{"pressure", "-memory", "256.0001MiB", dir}, "-memory"},
+		{[]string{"pressure", "-hot", "32.00001MiB", dir}, "-hot"},
 	} {
-		stdout, stderr, code := dioCheck(t, c.args...)
+		// Small runs first, which the flag tried overrides: should a
+		// size be taken, the run it starts is short.
+		small := map[string][]string{
+			"bench":    {"-size", "4MiB", "-duration", "20ms", "-runs", "1", "-fio=false", "-workload", "seq-no-delta"},
+			"pressure": {"-seconds", "1", "-hot", "32MiB", "-memory", "256MiB", "-engines", "std-fs"},
+		}[c.args[0]]
+		stdout, stderr, code := dioCheck(t, slices.Concat(c.args[:1], small, c.args[1:])...)
 		assert.Equal(t, 2, code, "%q", c.args)
 		assert.Empty(t, stdout, "%q", c.args)
 		// The first line names the flag that was wrong, first.
 		assert.Regexp(t, `^dio-check: (invalid value "[^"]*" for flag )?`+c.flag+`[ :]`, stderr, "%q", c.args)
+		if strings.Contains(c.args[2], ".") { // the value
+			assert.Contains(t, stderr, "not a whole number", "%q", c.args)
+		}
 	}
 	testenv.RequireEmpty(t, dir)
 }
 
-func TestProbeJSONError(t *testing.T) {
+// TestProbeSeveralDirs checks that the probe goes through the directories
+// in order, one that cannot be probed hiding none of the others: under
+// -json an object per directory, the result or the error; else a table
+// row per good one and a line on stderr per bad one; exit 2 after all.
+func TestProbeSeveralDirs(t *testing.T) {
 	dir := testenv.Dir(t)
 	file := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	for _, bad := range []string{dir + "/missing", file} {
-		stdout, stderr, code := dioCheck(t, "-json", dir, bad)
-		assert.Equal(t, 2, code)
-		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %s", stderr)
-		var e map[string]any
-		require.NoError(t, json.Unmarshal([]byte(stdout), &e), stdout)
-		assert.Equal(t, map[string]any{"dir": bad, "error": strings.TrimSpace(strings.TrimPrefix(stderr, "dio-check: "))}, e)
+	missing := filepath.Join(dir, "missing")
+	for _, reqFlag := range [][]string{nil, {"-require", "direct"}} {
+		args := append(slices.Clone(reqFlag), "-json", dir, missing, file, dir)
+		stdout, stderr, code := dioCheck(t, args...)
+		assert.Equal(t, 2, code, "%q: a directory could not be probed, which exit 2 says before an unmet -require", args)
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		require.Len(t, lines, 4, "%q: an object per directory: %s", args, stdout)
+		var reasons []string
+		for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+			if !strings.Contains(l, "would not get O_DIRECT") {
+				reasons = append(reasons, strings.TrimPrefix(l, "dio-check: "))
+			}
+		}
+		require.Len(t, reasons, 2, "%q: a line per bad directory: %s", args, stderr)
+		for i, want := range []string{dir, missing, file, dir} {
+			var obj map[string]any
+			require.NoError(t, json.Unmarshal([]byte(lines[i]), &obj), lines[i])
+			assert.Equal(t, want, obj["dir"], "%q: object %d", args, i)
+			if i == 1 || i == 2 {
+				assert.Equal(t, map[string]any{"dir": want, "error": reasons[i-1]}, obj, "%q", args)
+			} else {
+				assert.Contains(t, obj, "mode", "%q: a probe", args)
+			}
+		}
+		assert.Equal(t, len(reqFlag) > 0 && testenv.RejectsDirect(), strings.Contains(stderr, dir+" would not get O_DIRECT"), "%q: %s", args, stderr)
+	}
+
+	// Without -json: a table row per good directory, a line per bad one.
+	stdout, stderr, code := dioCheck(t, missing, dir, file)
+	assert.Equal(t, 2, code)
+	assert.Regexp(t, `^DIR `, stdout)
+	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(dir)+` +\S+ `, stdout, "a row for %s", dir)
+	assert.NotContains(t, stdout, missing)
+	assert.NotContains(t, stdout, file)
+	assert.Equal(t, "dio-check: stat "+missing+": no such file or directory\ndio-check: "+file+": not a directory\n", stderr)
+
+	// Nothing that could be probed: no table, only the reasons.
+	stdout, stderr, code = dioCheck(t, missing, file)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, 2, strings.Count(stderr, "\n"), stderr)
+
+	require.NoError(t, os.Remove(file))
+	testenv.RequireEmpty(t, dir)
+}
+
+// TestDirErrorJSON checks that bench and pressure, like the probe, print
+// an object with the directory and the error under -json for a directory
+// they cannot use, as well as the one-line reason on stderr, and exit 2.
+func TestDirErrorJSON(t *testing.T) {
+	dir := testenv.Dir(t)
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, bad := range []string{filepath.Join(dir, "missing"), file} {
+		for _, cmd := range [][]string{
+			{"-json"},
+			{"bench", "-json", "-size", "4MiB", "-duration", "20ms", "-runs", "1", "-fio=false"},
+			{"pressure", "-json", "-seconds", "1", "-hot", "32MiB", "-memory", "256MiB"},
+		} {
+			requireDirError(t, append(cmd, bad), bad)
+		}
 	}
 	require.NoError(t, os.Remove(file))
 	testenv.RequireEmpty(t, dir)
+}
+
+// requireDirError runs dio-check with args, which name dir, a directory
+// it cannot use, and -json: exit 2, the reason in one line on stderr, and
+// on stdout one object with dir and that reason.
+func requireDirError(t *testing.T, args []string, dir string) {
+	t.Helper()
+	stdout, stderr, code := dioCheck(t, args...)
+	assert.Equal(t, 2, code, "%q", args)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "%q: one line on stderr: %s", args, stderr)
+	var e map[string]any
+	if assert.NoError(t, json.Unmarshal([]byte(stdout), &e), "%q: %s", args, stdout) {
+		assert.Equal(t, map[string]any{"dir": dir, "error": strings.TrimSpace(strings.TrimPrefix(stderr, "dio-check: "))}, e, "%q", args)
+	}
 }
 
 // TestBenchProgressPiped checks that a bench whose stderr is a pipe says,

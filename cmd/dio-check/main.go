@@ -9,11 +9,17 @@
 //	dio-check help [bench | pressure]
 //
 // Flags may come before or after the directories ("--" ends them), and -h
-// or -help prints a command's usage and flags. Sizes are bytes or a number
+// or -help prints a command's usage and flags, as does help after it
+// (dio-check bench help). Sizes are bytes or a number
 // with a unit, as go-humanize parses them: KiB, MiB, GiB are powers of 2,
-// kB, MB, GB (and k, M, G) powers of 10, so 128MB is 128,000,000 bytes.
+// kB, MB, GB (and k, M, G) powers of 10, so 128MB is 128,000,000 bytes;
+// a size must come to a whole number of bytes (1.5KiB, not 1.3KiB).
 //
-// The probe writes a real temporary file in each directory (created
+// The probe takes the directories in order, and one it cannot probe
+// (missing, not a directory, not writable) stops none of the others: it
+// gets its reason on stderr, and under -json an object {"dir", "error"}
+// in its place on stdout, and the exit status is 2 once all are done.
+// It writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
 // SIGINT and SIGTERM) and reports the filesystem, its block device, the
 // direct-I/O alignment, whether O_DIRECT, io_uring and RWF_DONTCACHE work,
@@ -24,9 +30,9 @@
 // file through the page cache; it needs root.
 //
 // Exit status: 0 done (and after -h); 1 a -require was not met; 2 bad
-// usage or a directory that cannot be probed; 130 on SIGINT and 143 on
-// SIGTERM (128 + the signal, as a shell reports it), after removing the
-// temporary files.
+// usage or a directory that cannot be probed (even with a -require unmet);
+// 130 on SIGINT and 143 on SIGTERM (128 + the signal, as a shell reports
+// it), after removing the temporary files.
 package main
 
 import (
@@ -45,13 +51,33 @@ import (
 )
 
 // usageError is a bad command line or an unusable directory: exit 2. A
-// bad command line carries its command's synopsis, printed after msg.
-type usageError struct{ msg, synopsis string }
+// bad command line carries its command's synopsis, printed after msg, and
+// a hint at how to see the command's flags.
+type usageError struct{ msg, synopsis, hint string }
 
 func (e usageError) Error() string { return e.msg }
 
+// badUsage is msg about a command line that fs refused, or that its
+// command did.
+func badUsage(fs *flag.FlagSet, msg string) usageError {
+	return usageError{msg: msg, synopsis: synopsis(fs), hint: helpHint(fs.Name())}
+}
+
+// helpHint points at the usage of cmd ("dio-check", "dio-check bench"):
+// the probe's help lists the commands, the others' their flags.
+func helpHint(cmd string) string {
+	if cmd == "dio-check" {
+		return "Run 'dio-check help' for the commands and their flags."
+	}
+	return fmt.Sprintf("Run '%s -h' (or 'dio-check help %s') for its flags.", cmd, strings.TrimPrefix(cmd, "dio-check "))
+}
+
 // errRequire is an unmet -require: exit 1.
 var errRequire = errors.New("requirement not met")
+
+// errReported is a failure whose reasons were printed already, a
+// directory of several that could not be probed: exit 2.
+var errReported = errors.New("failed, as printed")
 
 func main() {
 	tmp := newTempFiles()
@@ -70,13 +96,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dio-check:", err)
 		if ue.synopsis != "" {
 			fmt.Fprintln(os.Stderr, ue.synopsis)
-			fmt.Fprintln(os.Stderr, "Run 'dio-check help' for the commands and their flags.")
+		}
+		if ue.hint != "" {
+			fmt.Fprintln(os.Stderr, ue.hint)
 		}
 		tmp.removeAll()
 		os.Exit(2)
 	case errors.Is(err, errRequire):
 		tmp.removeAll()
 		os.Exit(1)
+	case errors.Is(err, errReported):
+		tmp.removeAll()
+		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "dio-check:", err)
 		tmp.removeAll()
@@ -113,7 +144,7 @@ func help(args []string, stdout io.Writer) error {
 		printFlags(stdout, fs)
 	default:
 		return usageError{msg: fmt.Sprintf("help %s: the commands are bench and pressure", strings.Join(args, " ")),
-			synopsis: "usage: dio-check help [bench | pressure]"}
+			synopsis: "usage: dio-check help [bench | pressure]", hint: helpHint("dio-check")}
 	}
 	return errHelp
 }
@@ -137,7 +168,8 @@ func usage(w io.Writer) {
 	probe.SetOutput(w)
 	probe.PrintDefaults()
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Flags may come before or after the directories (\"--\" ends them); -h shows a command's flags.")
+	fmt.Fprintln(w, "Flags may come before or after the directories (\"--\" ends them); -h, or help after a command")
+	fmt.Fprintln(w, "(dio-check bench help), shows its flags.")
 	fmt.Fprintln(w, "Sizes: "+sizeHelp+".")
 	fmt.Fprintln(w, "Exit status: 0 done; 1 a -require was not met; 2 bad usage or a directory that cannot be probed;")
 	fmt.Fprintln(w, "130 on SIGINT, 143 on SIGTERM, after removing the temporary files.")

@@ -118,7 +118,7 @@ const minPressureMemory = 64 << 20
 func pressureFlags() (*flag.FlagSet, *pressureConfig) {
 	c := pressureConfig{memory: 1 << 30, hot: 600 << 20}
 	fs := flag.NewFlagSet("dio-check pressure", flag.ContinueOnError)
-	fs.BoolVar(&c.json, "json", false, "print one JSON object per row")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per row; a directory pressure cannot use gets {\"dir\", \"error\"}")
 	fs.Var((*sizeValue)(&c.memory), "memory", "the memory cgroup's limit in `bytes`")
 	fs.Var((*sizeValue)(&c.hot), "hot", "the `bytes` of the co-tenant's hot file, warmed into the page cache inside the cgroup")
 	fs.IntVar(&c.seconds, "seconds", 10, "seconds the co-tenant is measured, alone and beside each ingest")
@@ -135,7 +135,7 @@ func parsePressure(args []string, stdout io.Writer) (pressureConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	bad := func(msg string) error { return usageError{msg: msg, synopsis: synopsis(fs)} }
+	bad := func(msg string) error { return badUsage(fs, msg) }
 	if len(dirs) != 1 {
 		return c, bad("pressure takes exactly one directory")
 	}
@@ -202,14 +202,16 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 	if err != nil {
 		return err
 	}
+	// A directory pressure cannot use is an object on stdout under
+	// -json, as in the probe.
 	if err := checkDir(c.dir); err != nil {
-		return err
+		return dirError(stdout, c.json, c.dir, err)
 	}
 	// A file in tmpfs or ramfs is memory that reclaim cannot write back
 	// and drop (no swap here): an ingest into it fills the cgroup until
 	// the OOM killer ends the run, which measures nothing of dio's.
 	if fsName, _ := direct.Filesystem(c.dir); fsName == "tmpfs" || fsName == "ramfs" {
-		return usageError{msg: fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)}
+		return dirError(stdout, c.json, c.dir, usageError{msg: fmt.Sprintf("%s: %s holds files in memory that reclaim cannot drop; pressure needs a directory on a disk", c.dir, fsName)})
 	}
 	if os.Geteuid() != 0 {
 		return usageError{msg: "pressure needs root: it makes a memory cgroup"}
@@ -247,7 +249,7 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 
 	work, err := tmp.mkdirTemp(c.dir, ".dio-pressure-")
 	if err != nil {
-		return usageError{msg: fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)}
+		return dirError(stdout, c.json, c.dir, usageError{msg: fmt.Sprintf("%s: cannot create a directory: %v", c.dir, err)})
 	}
 	defer tmp.remove(work)
 
@@ -397,26 +399,31 @@ func medians(rows []PressureRow, details []rowDetail) ([]PressureRow, []rowDetai
 }
 
 // progress shows the child's phases on stderr: one live line on a
-// terminal, a line per phase and step otherwise.
+// terminal, fitted to its width as the bench's bar is, a line per phase
+// and step otherwise.
 type progress struct {
 	w       io.Writer
 	live    bool
+	width   int // the terminal's columns (0: unknown)
 	seconds int
 	last    string
 }
 
 func newProgress(w io.Writer, seconds int) *progress {
-	live, _ := isTerminal(w)
-	return &progress{w: w, live: live, seconds: seconds}
+	live, width := isTerminal(w)
+	return &progress{w: w, live: live, width: width, seconds: seconds}
 }
 
 func (p *progress) update(m pressureMsg) {
 	line := m.Phase + ": " + m.Step
 	if p.live {
+		// On a narrow terminal the phase loses its middle, keeping the
+		// round, the step and the seconds measured.
+		tail := ""
 		if m.Elapsed > 0 {
-			line += fmt.Sprintf(" %d/%d s", m.Elapsed, p.seconds)
+			tail = fmt.Sprintf(" %d/%d s", m.Elapsed, p.seconds)
 		}
-		fmt.Fprintf(p.w, "\r\033[Kdio-check pressure: %s", line)
+		fmt.Fprintf(p.w, "\r\033[K%s", fitLine("dio-check pressure: ", line, tail, p.width))
 		return
 	}
 	if line != p.last {

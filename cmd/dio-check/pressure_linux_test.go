@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,6 +64,7 @@ func inMemoryFS(t *testing.T, dir string) {
 		_, stderr, code := dioCheck(t, "pressure", "-seconds", "1", "-memory", "256MiB", "-hot", "64MiB", dir)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, fs+" holds files in memory")
+		requireDirError(t, []string{"pressure", "-json", "-seconds", "1", "-memory", "256MiB", "-hot", "32MiB", dir}, dir)
 		testenv.RequireEmpty(t, dir)
 		t.Skipf("pressure refuses %s", fs)
 	}
@@ -247,4 +250,42 @@ func gone(pid int) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// TestPressureProgressTerminal runs pressure with stderr on a 40-column
+// terminal: its live line, redrawn in place, is never wider than the
+// terminal, as the bench's bar (TestBenchProgressTerminal).
+func TestPressureProgressTerminal(t *testing.T) {
+	root := pressureRoot(t)
+	dir := testenv.Dir(t)
+	inMemoryFS(t, dir)
+	master, slave := openPty(t, 40)
+	cmd := exec.Command(binary, "pressure", "-json", "-seconds", "1", "-memory", "256MiB", "-hot", "32MiB", "-engines", "std-fs", dir)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, slave
+	require.NoError(t, cmd.Start())
+	slave.Close() // the child holds it; the master reads EOF (EIO) when it exits
+	var out bytes.Buffer
+	_, _ = io.Copy(&out, master) // ends with EIO once the child is gone
+	require.NoError(t, cmd.Wait(), out.String())
+
+	// The terminal turns "\n" into "\r\n"; the line redraws with "\r\033[K".
+	text := strings.ReplaceAll(out.String(), "\r\n", "\n")
+	lines := 0
+	for _, line := range strings.Split(text, "\n") {
+		// What follows a redraw; before the first is a line of its own,
+		// such as the cgroup's, which may wrap.
+		parts := strings.Split(line, "\r\033[K")
+		for _, part := range parts[1:] {
+			if !strings.HasPrefix(part, "dio-check pressure: ") {
+				continue // a note after the live line's last clearing
+			}
+			assert.LessOrEqual(t, utf8.RuneCountInString(part), 39, "wider than the terminal: %q", part)
+			lines++
+		}
+	}
+	assert.Positive(t, lines, "no live line: %q", text)
+	assert.Contains(t, text, "measuring", "the phases: %q", text)
+	requireNoCgroup(t, root, text)
+	testenv.RequireEmpty(t, dir)
 }

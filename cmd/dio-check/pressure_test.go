@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -284,6 +285,26 @@ func TestReadChild(t *testing.T) {
 		}
 	}
 
-	_, _, _, err := readChild(strings.NewReader(`{"phase":"alone"}`+"\nnot json\n"), &progress{w: io.Discard})
+	// On a narrow terminal the line is cut to its width, as the bench's
+	// is: the phase loses its middle, the seconds measured stay.
+	for _, width := range []int{60, 40, 30} {
+		var progOut bytes.Buffer
+		_, _, _, err := readChild(bytes.NewReader(in.Bytes()), &progress{w: &progOut, live: true, width: width, seconds: 2})
+		require.NoError(t, err)
+		parts := strings.Split(progOut.String(), "\r\033[K")
+		require.Greater(t, len(parts), 4, "%d columns", width)
+		for _, part := range parts[1:] {
+			assert.True(t, utf8.ValidString(part), "%d columns: %q", width, part)
+			assert.LessOrEqual(t, utf8.RuneCountInString(part), width-1, "%d columns: %q", width, part)
+			assert.True(t, strings.HasPrefix(part, "dio-check pressure: "), "%d columns: %q", width, part)
+		}
+		assert.True(t, strings.HasSuffix(progOut.String(), " 1/2 s"), "%d columns: the seconds measured: %q", width, progOut.String())
+	}
+	var progOut bytes.Buffer
+	_, _, _, err := readChild(bytes.NewReader(in.Bytes()), &progress{w: &progOut, live: true, width: 40, seconds: 2})
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(progOut.String(), "\r\033[Kdio-check pressure: roun…easuring 1/2 s"), "%q", progOut.String())
+
+	_, _, _, err = readChild(strings.NewReader(`{"phase":"alone"}`+"\nnot json\n"), &progress{w: io.Discard})
 	assert.Error(t, err, "garbage from the measuring process")
 }

@@ -55,10 +55,29 @@ func probeFlags() (*flag.FlagSet, *probeOptions) {
 	return fs, &o
 }
 
-// ProbeError is what -json prints for a directory that cannot be probed.
+// ProbeError is what -json prints for a directory that cannot be probed,
+// or that bench or pressure cannot use.
 type ProbeError struct {
 	Dir   string `json:"dir"`
 	Error string `json:"error"`
+}
+
+// dirError returns err, why dir cannot be probed or used, having printed
+// it as a ProbeError on stdout under -json (asJSON), for whatever reads
+// the objects; the caller's error goes to stderr as ever.
+func dirError(stdout io.Writer, asJSON bool, dir string, err error) error {
+	if asJSON {
+		if jerr := encodeDirError(stdout, dir, err); jerr != nil {
+			return jerr
+		}
+	}
+	return err
+}
+
+// encodeDirError prints err, why dir cannot be probed or used, as a
+// ProbeError on w.
+func encodeDirError(w io.Writer, dir string, err error) error {
+	return json.NewEncoder(w).Encode(ProbeError{Dir: dir, Error: err.Error()})
 }
 
 func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
@@ -68,31 +87,27 @@ func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		return err
 	}
 	if o.require != "" && o.require != "direct" {
-		return usageError{msg: fmt.Sprintf("-require %q: only \"direct\" is known", o.require), synopsis: synopsis(fs)}
+		return badUsage(fs, fmt.Sprintf("-require %q: only \"direct\" is known", o.require))
 	}
 	if len(dirs) == 0 {
-		return usageError{msg: "no directory given", synopsis: synopsis(fs)}
+		return badUsage(fs, "no directory given")
 	}
-	// A directory that cannot be probed is still an object on stdout
-	// under -json, for whatever reads it; the reason goes to stderr too.
-	failed := func(dir string, err error) error {
-		if o.json {
-			if jerr := json.NewEncoder(stdout).Encode(ProbeError{Dir: dir, Error: err.Error()}); jerr != nil {
-				return jerr
-			}
-		}
-		return err
-	}
-	for _, dir := range dirs {
-		if err := checkDir(dir); err != nil {
-			return failed(dir, err)
-		}
-	}
+	// Each directory in turn: a result, or why it cannot be probed (an
+	// object on stdout under -json, a line on stderr), and on to the
+	// next, so that one bad directory hides none of the others.
 	var probes []Probe
+	notProbed := false
 	for _, dir := range dirs {
-		p, err := probe(dir, tmp)
+		p, err := checkAndProbe(dir, tmp)
 		if err != nil {
-			return failed(dir, err)
+			if o.json {
+				if err := encodeDirError(stdout, dir, err); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintln(stderr, "dio-check:", err)
+			notProbed = true
+			continue
 		}
 		probes = append(probes, p)
 		if o.json {
@@ -101,22 +116,33 @@ func runProbe(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			}
 		}
 	}
-	if !o.json {
+	if !o.json && len(probes) > 0 {
 		printProbes(stdout, probes)
 	}
+	unmet := false
 	if o.require == "direct" {
-		failed := false
 		for _, p := range probes {
 			if !p.ODirect {
 				fmt.Fprintf(stderr, "dio-check: %s would not get O_DIRECT: %s\n", p.Dir, p.Reason)
-				failed = true
+				unmet = true
 			}
 		}
-		if failed {
-			return errRequire
-		}
+	}
+	switch {
+	case notProbed:
+		return errReported
+	case unmet:
+		return errRequire
 	}
 	return nil
+}
+
+// checkAndProbe probes dir, after checking that it is a directory.
+func checkAndProbe(dir string, tmp *tempFiles) (Probe, error) {
+	if err := checkDir(dir); err != nil {
+		return Probe{}, err
+	}
+	return probe(dir, tmp)
 }
 
 // checkDir refuses a path that is missing or not a directory.

@@ -83,20 +83,29 @@ func (p *runProgress) step(what string) {
 	}
 	filled := bw * (p.n - 1) / max(p.total, 1)
 	bar := "[" + strings.Repeat("=", filled) + ">" + strings.Repeat(" ", max(bw-filled-1, 0)) + "]"
-	head := p.prefix + ": " + bar + " " + count + " "
-	if room := p.width - 1 - fixed - bw; p.width > 0 && utf8.RuneCountInString(what) > room {
-		what0 := what
+	p.line = fitLine(p.prefix+": "+bar+" "+count+" ", what, tail, p.width)
+	fmt.Fprintf(p.w, "\r\033[K%s", p.line)
+}
+
+// fitLine returns head+what+tail as a live line on a terminal of width
+// columns (0: unknown, then all of it): one short of the width, for a
+// line as long as the terminal wraps, and \r then redraws only its last
+// part. What goes first is the middle of what (its start and its end
+// say most), then all of it and the ", " that starts tail, so that head
+// and tail stay in view; then the end of tail.
+func fitLine(head, what, tail string, width int) string {
+	room := width - 1 - utf8.RuneCountInString(head+tail)
+	if width > 0 && utf8.RuneCountInString(what) > room {
+		whole := []rune(what)
 		what = ""
 		if room > 1 {
-			head := (room - 1) / 3
-			r := []rune(what0)
-			what = string(r[:head]) + "…" + string(r[len(r)-(room-1-head):])
+			keep := (room - 1) / 3
+			what = string(whole[:keep]) + "…" + string(whole[len(whole)-(room-1-keep):])
 		} else {
 			tail = strings.TrimPrefix(tail, ", ")
 		}
 	}
-	p.line = cut(head+what+tail, p.width-1)
-	fmt.Fprintf(p.w, "\r\033[K%s", p.line)
+	return cut(head+what+tail, width-1)
 }
 
 // cut returns the first n runes of s, never part of one (a width of 0,
