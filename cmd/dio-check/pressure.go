@@ -29,12 +29,21 @@ const pressureChildCmd = "__pressure-child"
 // alone names the row of the co-tenant measured without an ingest.
 const alone = "alone"
 
+// busyCPU names a reference row, not an engine: the co-tenant beside a
+// goroutine that keeps one CPU busy on a thread of its own, with no I/O
+// and no memory traffic. What the co-tenant loses beside it is what any
+// busy neighbour costs it on the machine (on a virtual machine, a
+// hypervisor that shares the physical core), the floor against which the
+// ingest rows are read.
+const busyCPU = "cpu"
+
 // pressureEngines are the ingest engines, in the order they run, and the
-// fallback policy each opens its blob file with.
+// fallback policy each opens its blob file with, after busyCPU.
 var pressureEngines = []struct {
 	name   string
 	policy fallback.Policy
 }{
+	{busyCPU, 0}, // opens no file
 	{"std-fs", fallback.StdFS},
 	{"std-fs+dontcache", fallback.DontCache},
 	{"direct+pwrite", fallback.DirectPwrite},
@@ -123,7 +132,7 @@ func pressureFlags() (*flag.FlagSet, *pressureConfig) {
 	fs.Var((*sizeValue)(&c.hot), "hot", "the `bytes` of the co-tenant's hot file, warmed into the page cache inside the cgroup")
 	fs.IntVar(&c.seconds, "seconds", 10, "seconds the co-tenant is measured, alone and beside each ingest")
 	fs.IntVar(&c.rounds, "rounds", 1, "rounds, each measuring alone and every engine once, interleaved; the table shows medians")
-	fs.StringVar(&c.enginesFlag, "engines", "all", "ingest engines, comma-separated: "+engineNames())
+	fs.StringVar(&c.enginesFlag, "engines", "all", "ingest engines, comma-separated: "+engineNames()+" ("+busyCPU+": a busy CPU and no ingest, for reference)")
 	fs.StringVar(&c.plot, "plot", "", "draw the co-tenant's latency distributions into `FILE` (.png or .svg)")
 	return fs, &c
 }
@@ -460,7 +469,7 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\t")
 	for i, r := range rows {
 		ingestCells := "-\t-\t-"
-		if r.Engine != alone {
+		if r.Engine != alone && r.Engine != busyCPU {
 			ingestCells = fmt.Sprintf("%.0f\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t\n", r.Engine, ingestCells,

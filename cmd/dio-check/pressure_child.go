@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -122,7 +123,12 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 		}
 		var ing *ingestRun
 		mode := "-"
-		if phase != alone {
+		var spin *spinner
+		switch phase {
+		case alone:
+		case busyCPU:
+			spin = startSpinner()
+		default:
 			ing, err = startIngest(work, phase)
 			var un unavailable
 			if errors.As(err, &un) {
@@ -149,6 +155,9 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 			emit(pressureMsg{Phase: label, Step: "measuring", Elapsed: s})
 		})
 		sample()
+		if spin != nil {
+			spin.stop()
+		}
 		var st ingestStats
 		if ing != nil {
 			emit(pressureMsg{Phase: label, Step: "closing the ingest"})
@@ -252,6 +261,36 @@ func cotenant(f *os.File, size int64, d time.Duration, tick func(seconds int)) (
 			next++
 		}
 	}
+}
+
+// spinner keeps one CPU busy until stopped: the busyCPU row's neighbour.
+type spinner struct {
+	quit atomic.Bool
+	done chan struct{}
+	sum  uint64 // the arithmetic's result, so that it is not optimised away
+}
+
+func startSpinner() *spinner {
+	s := &spinner{done: make(chan struct{})}
+	go func() {
+		// A thread of its own, like a neighbouring process: the Go
+		// scheduler could otherwise run it on the co-tenant's P.
+		runtime.LockOSThread()
+		defer close(s.done)
+		x := uint64(1)
+		for !s.quit.Load() {
+			for range 1 << 12 {
+				x = x*6364136223846793005 + 1442695040888963407 // registers only
+			}
+		}
+		s.sum = x
+	}()
+	return s
+}
+
+func (s *spinner) stop() {
+	s.quit.Store(true)
+	<-s.done
 }
 
 // ingestRun is one engine's ingest, running in its own goroutine until

@@ -108,7 +108,7 @@ func TestCCDF(t *testing.T) {
 func TestParseEngines(t *testing.T) {
 	all, err := parseEngines("all")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, all)
+	assert.Equal(t, []string{"cpu", "std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, all, "the cpu reference first, then the engines")
 	got, err := parseEngines("direct+io_uring, std-fs")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"direct+io_uring", "std-fs"}, got, "the order given is the order run")
@@ -122,7 +122,7 @@ func TestParsePressure(t *testing.T) {
 	dir := t.TempDir()
 	c, err := parsePressure([]string{dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, enginesFlag: "all", dir: dir}, c)
+	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"cpu", "std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, enginesFlag: "all", dir: dir}, c)
 
 	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-rounds", "3", "-engines", "std-fs", "-plot", "p.svg", dir}, &bytes.Buffer{})
 	require.NoError(t, err)
@@ -165,14 +165,16 @@ func TestPressureUsageErrors(t *testing.T) {
 func TestPrintPressure(t *testing.T) {
 	rows := []PressureRow{
 		{Engine: alone, CotenantReadsS: 800000, CotenantP50Us: 1, CotenantP99Us: 3.5, CotenantP999Us: 10, MemoryPeakBytes: 619 << 20},
+		{Engine: busyCPU, CotenantReadsS: 680000, CotenantP50Us: 1.2, CotenantP99Us: 3.5, CotenantP999Us: 12, MemoryPeakBytes: 619 << 20},
 		{Engine: "std-fs", IngestMiBs: 700, WriteP99Us: 100, WriteMaxUs: 41000, CotenantReadsS: 2500, CotenantP50Us: 300, CotenantP99Us: 4000, CotenantP999Us: 57000, MemoryPeakBytes: 1 << 30},
 	}
 	var out bytes.Buffer
-	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: t.TempDir()}, 1, rows, []rowDetail{{CotenantMaxUs: 50, HotCached: 1}, {CotenantMaxUs: 90000, HotCached: 0.031}})
+	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: t.TempDir()}, 1, rows, []rowDetail{{CotenantMaxUs: 50, HotCached: 1}, {CotenantMaxUs: 60, HotCached: 1}, {CotenantMaxUs: 90000, HotCached: 0.031}})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 6, out.String())
+	require.Len(t, lines, 7, out.String())
 	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100%`, lines[4])
-	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3%`, lines[5])
+	assert.Regexp(t, `cpu +- +- +- +680,000 +0.85 +1.2µs +3.5µs +1.00 +12µs +60µs +619MiB +100%`, lines[5], "the cpu reference ingests nothing")
+	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3%`, lines[6])
 }
 
 func TestPlotPressure(t *testing.T) {
