@@ -118,7 +118,7 @@ func TestStripFCS(t *testing.T) {
 		require.NoError(t, err)
 		frame := enc.EncodeAll(text, nil)
 		require.NoError(t, enc.Close())
-		frames, rest, _, err := zstdWalk(frame)
+		frames, rest, _, err := zstdWalk(frame, nil)
 		require.NoError(t, err)
 		require.Len(t, frames, 1)
 		require.Empty(t, rest)

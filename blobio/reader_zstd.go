@@ -76,7 +76,10 @@ func (p *decoderPool) decode(payload []byte, c Compression, dst []byte) ([]byte,
 	if c == None {
 		return append(dst[:0], payload...), nil
 	}
-	frames, rest, bound, err := zstdWalk(payload)
+	// A blob is one frame, as the Writer makes it, or a few: room for
+	// them on the stack keeps a read of a blob free of allocations.
+	var room [4]zstdFrame
+	frames, rest, bound, err := zstdWalk(payload, room[:0])
 	if err != nil {
 		return dst[:0], err
 	}
@@ -221,7 +224,7 @@ func windowDescriptor(w uint64) byte {
 }
 
 // zstdWalk walks the zstd frames in p by their block headers and returns
-// them, the bytes past the last frame it could follow (rest, left to
+// them (appended to frames), the bytes past the last frame it could follow (rest, left to
 // DecodeAll), and the most the frames can decode to, at most MaxBlobSize:
 // a raw or RLE block says what it decodes to, a compressed block decodes
 // to at most zstdMaxBlockSize. A frame whose header claims more than its
@@ -232,7 +235,7 @@ func windowDescriptor(w uint64) byte {
 // is decoded. The bound is only a ceiling (empty compressed blocks count
 // as full ones): decode sizes nothing by it until a blob has decoded to
 // more than its first room.
-func zstdWalk(p []byte) (frames []zstdFrame, rest []byte, bound int, err error) {
+func zstdWalk(p []byte, frames []zstdFrame) (_ []zstdFrame, rest []byte, bound int, err error) {
 	var total, exact int64 // exact: what raw and RLE blocks decode to, at least
 	pos := 0
 	for pos < len(p) {
@@ -311,6 +314,6 @@ func zstdWalk(p []byte) (frames []zstdFrame, rest []byte, bound int, err error) 
 // zstdBound returns the most the zstd frames in p can decode to, at most
 // MaxBlobSize, or why they are corrupt: zstdWalk's bound.
 func zstdBound(p []byte) (int, error) {
-	_, _, bound, err := zstdWalk(p)
+	_, _, bound, err := zstdWalk(p, nil)
 	return bound, err
 }
