@@ -41,7 +41,7 @@ type fakeFile struct {
 	// Hooks; nil: succeed.
 	allocate func(off, n int64) error // before an Allocate takes effect
 	truncate func(size int64) error
-	fail     func(r request) error // the error of a request, at completion
+	fail     func(r request) error // the error of a request, at completion, and of Sync (an OpSync request)
 	hold     bool                  // complete requests only on demand
 }
 
@@ -95,7 +95,14 @@ func (f *fakeFile) resize(size int64) {
 	f.data = append(f.data, make([]byte, size-int64(len(f.data)))...)
 }
 
-func (f *fakeFile) Sync() error  { f.calls = append(f.calls, "sync"); return nil }
+func (f *fakeFile) Sync() error {
+	f.calls = append(f.calls, "sync")
+	if f.fail != nil {
+		return f.fail(request{op: direct.OpSync})
+	}
+	return nil
+}
+
 func (f *fakeFile) Close() error { f.calls = append(f.calls, "close"); return nil }
 
 func (f *fakeFile) Stat() (os.FileInfo, error) { return fakeInfo(len(f.data)), nil }

@@ -1,7 +1,5 @@
 package appender
 
-import "github.com/dio-storage/dio/direct"
-
 // The methods below let a caller make the data durable outside the lock
 // that guards the Appender (group commit): under the lock it calls Flush
 // and notes Size, without the lock it calls SyncData while other
@@ -10,16 +8,10 @@ import "github.com/dio-storage/dio/direct"
 // starts after it. The caller runs one SyncData at a time, never beside
 // Close.
 
-// SyncData fdatasyncs the file through the queue, on a completion
-// channel of its own, so that it runs while the Appender is used by
-// another goroutine. It changes nothing in the Appender.
-func (a *Appender) SyncData() error {
-	done := make(chan direct.Completion, 1)
-	if err := a.q.Submit(direct.Request{Op: direct.OpSync, Done: done}); err != nil {
-		return err
-	}
-	return a.q.Await(done).Err
-}
+// SyncData fdatasyncs the file in the caller's thread (as Sync does), so
+// that it runs while the Appender is used by another goroutine. It
+// changes nothing in the Appender.
+func (a *Appender) SyncData() error { return a.f.Sync() }
 
 // MarkSynced records that the logical size size is durable.
 func (a *Appender) MarkSynced(size int64) { a.synced = max(a.synced, size) }
