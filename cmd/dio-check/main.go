@@ -126,6 +126,8 @@ func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			return help(args[1:], stdout)
 		case pressureChildCmd:
 			return pressureChild(args[1:], stdout)
+		case cotenantCmd:
+			return pressureCotenant(args[1:], stdout)
 		}
 	}
 	return runProbe(args, stdout, stderr, tmp)

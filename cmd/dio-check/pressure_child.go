@@ -9,8 +9,10 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,7 +66,8 @@ func pressureChild(args []string, stdout io.Writer) error {
 	emit := func(m pressureMsg) error { return enc.Encode(m) }
 
 	emit(pressureMsg{Phase: "setup", Step: "writing the hot file"})
-	hotf, err := makeHot(filepath.Join(work, "hot"), *hot)
+	hotPath := filepath.Join(work, "hot")
+	hotf, err := makeHot(hotPath, *hot)
 	if err != nil {
 		return err
 	}
@@ -75,7 +78,7 @@ func pressureChild(args []string, stdout io.Writer) error {
 	}
 	defer res.close()
 
-	m := &measurer{hotf: hotf, hot: *hot, res: res, work: work, cg: cg, d: time.Duration(*seconds) * time.Second, emit: emit}
+	m := &measurer{hotf: hotf, hotPath: hotPath, hot: *hot, res: res, work: work, cg: cg, d: time.Duration(*seconds) * time.Second, emit: emit}
 	phases := append([]string{alone}, strings.Split(*engines, ",")...)
 	for round := 1; round <= *rounds; round++ {
 		if err := m.round(phases, round, *rounds); err != nil {
@@ -87,13 +90,14 @@ func pressureChild(args []string, stdout io.Writer) error {
 
 // measurer is what every phase of the measuring process uses.
 type measurer struct {
-	hotf *os.File
-	hot  int64
-	res  *residency
-	work string
-	cg   *cgroup.Cgroup
-	d    time.Duration
-	emit func(pressureMsg) error
+	hotf    *os.File
+	hotPath string
+	hot     int64
+	res     *residency
+	work    string
+	cg      *cgroup.Cgroup
+	d       time.Duration
+	emit    func(pressureMsg) error
 }
 
 // round measures the co-tenant alone and beside each engine once.
@@ -150,7 +154,7 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 				minRes = min(minRes, f)
 			}
 		}
-		h, reads, err := cotenant(hotf, hot, d, func(s int) {
+		h, reads, err := runCotenant(m.hotPath, hot, d, func(s int) {
 			sample()
 			emit(pressureMsg{Phase: label, Step: "measuring", Elapsed: s})
 		})
@@ -232,6 +236,101 @@ func warm(f *os.File, size int64) error {
 		}
 	}
 	return nil
+}
+
+// cotenantCmd is the hidden subcommand the measuring process runs the
+// co-tenant as, once a phase: a process of its own in the cgroup, as a
+// neighbour is. As a goroutine of the measuring process it shared Go's
+// scheduler with the ingest's goroutines, which cost it more than the
+// ingest did: 0.72x its reads/s alone beside a direct ingest of about 1
+// GiB/s, against 0.94x as a process of its own, with the CPUs idle 60% of
+// the time in the first case (a throwaway harness, 3 rounds of 4 s each
+// way, 2026-12-03).
+const cotenantCmd = "__pressure-cotenant"
+
+// cotenantMsg is a line the co-tenant process prints: each whole second
+// measured, then the result.
+type cotenantMsg struct {
+	Elapsed int        `json:"elapsed,omitempty"`
+	ReadsS  float64    `json:"reads_s,omitempty"`
+	Hist    *histogram `json:"hist,omitempty"`
+}
+
+// pressureCotenant is the co-tenant process: it reads the hot file at
+// random for -seconds, printing a cotenantMsg each second and one with
+// what it measured.
+func pressureCotenant(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(cotenantCmd, flag.ContinueOnError)
+	hot := fs.Int64("hot", 0, "hot file bytes")
+	seconds := fs.Int("seconds", 0, "seconds to read")
+	if err := fs.Parse(args); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	if fs.NArg() != 1 || *hot < readSize || *seconds < 1 {
+		return usageError{msg: cotenantCmd + " is run by dio-check pressure"}
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	enc := json.NewEncoder(stdout)
+	h, reads, err := cotenant(f, *hot, time.Duration(*seconds)*time.Second, func(s int) {
+		enc.Encode(cotenantMsg{Elapsed: s})
+	})
+	if err != nil {
+		return err
+	}
+	return enc.Encode(cotenantMsg{ReadsS: reads, Hist: h})
+}
+
+// runCotenant runs the co-tenant process over the hot file at path, of
+// size bytes, for d (whole seconds), calls tick after each second it
+// reports, and returns its latencies and reads per second.
+func runCotenant(path string, size int64, d time.Duration, tick func(seconds int)) (*histogram, float64, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.Command(exe, cotenantCmd, "-hot", strconv.FormatInt(size, 10), "-seconds", strconv.Itoa(int(d/time.Second)), path)
+	cmd.Stderr = os.Stderr
+	cotenantAttrs(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	var res cotenantMsg
+	dec := json.NewDecoder(out)
+	var derr error
+	for {
+		var m cotenantMsg
+		if err := dec.Decode(&m); err != nil {
+			if !errors.Is(err, io.EOF) {
+				derr = err
+			}
+			break
+		}
+		switch {
+		case m.Hist != nil:
+			res = m
+		case m.Elapsed > 0:
+			tick(m.Elapsed)
+		}
+	}
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		return nil, 0, fmt.Errorf("the co-tenant: %w", err)
+	}
+	switch {
+	case derr != nil:
+		return nil, 0, fmt.Errorf("reading the co-tenant: %w", derr)
+	case res.Hist == nil:
+		return nil, 0, errors.New("the co-tenant reported nothing")
+	}
+	return res.Hist, res.ReadsS, nil
 }
 
 // cotenant reads f at random, 4 KiB at a time, for d, timing each read,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"math/bits"
 	"time"
@@ -55,6 +57,44 @@ func (h *histogram) record(d time.Duration) {
 	h.counts[bucketOf(int64(d))]++
 	h.n++
 	h.max = max(h.max, d)
+}
+
+// histJSON is a histogram as the co-tenant process sends it: the
+// buckets that hold samples, by index.
+type histJSON struct {
+	Counts map[int]uint64 `json:"counts"`
+	N      uint64         `json:"n"`
+	MaxNs  int64          `json:"max_ns"`
+}
+
+func (h *histogram) MarshalJSON() ([]byte, error) {
+	j := histJSON{Counts: map[int]uint64{}, N: h.n, MaxNs: int64(h.max)}
+	for i, c := range h.counts {
+		if c > 0 {
+			j.Counts[i] = c
+		}
+	}
+	return json.Marshal(j)
+}
+
+func (h *histogram) UnmarshalJSON(data []byte) error {
+	var j histJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*h = histogram{n: j.N, max: time.Duration(j.MaxNs)}
+	var sum uint64
+	for i, c := range j.Counts {
+		if i < 0 || i >= histBuckets {
+			return fmt.Errorf("histogram: bucket %d of %d", i, histBuckets)
+		}
+		h.counts[i] = c
+		sum += c
+	}
+	if sum != h.n {
+		return fmt.Errorf("histogram: %d samples in the buckets, %d counted", sum, h.n)
+	}
+	return nil
 }
 
 // merge adds o's samples.

@@ -17,6 +17,13 @@ func childAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
 
+// cotenantAttrs makes the co-tenant process die with the measuring
+// process; it stays in its process group, which a signal's cleanup kills
+// as a whole.
+func cotenantAttrs(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
 // availBytes returns the bytes free to an unprivileged user on dir's
 // filesystem.
 func availBytes(dir string) (int64, error) {

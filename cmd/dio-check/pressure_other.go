@@ -12,6 +12,8 @@ import (
 // Linux's.
 func childAttrs(*exec.Cmd) {}
 
+func cotenantAttrs(*exec.Cmd) {}
+
 func availBytes(string) (int64, error) { return 0, errors.ErrUnsupported }
 
 type residency struct{}

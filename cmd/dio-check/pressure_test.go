@@ -310,3 +310,27 @@ func TestReadChild(t *testing.T) {
 	_, _, _, err = readChild(strings.NewReader(`{"phase":"alone"}`+"\nnot json\n"), &progress{w: io.Discard})
 	assert.Error(t, err, "garbage from the measuring process")
 }
+
+// TestHistogramJSON: a histogram survives the trip from the co-tenant
+// process, and a message that does not add up is refused.
+func TestHistogramJSON(t *testing.T) {
+	var h histogram
+	for i := range 5000 {
+		h.record(time.Duration(800+i*i%900000) * time.Nanosecond)
+	}
+	data, err := json.Marshal(cotenantMsg{ReadsS: 123.5, Hist: &h})
+	require.NoError(t, err)
+	var m cotenantMsg
+	require.NoError(t, json.Unmarshal(data, &m))
+	require.NotNil(t, m.Hist)
+	assert.Equal(t, h, *m.Hist)
+	assert.Equal(t, 123.5, m.ReadsS)
+	for _, bad := range []string{
+		`{"counts":{"3":2},"n":3,"max_ns":9}`,  // the counts do not add up
+		`{"counts":{"-1":1},"n":1,"max_ns":9}`, // no such bucket
+		`{"counts":{"99999":1},"n":1,"max_ns":9}`,
+	} {
+		var g histogram
+		assert.Error(t, json.Unmarshal([]byte(bad), &g), bad)
+	}
+}
