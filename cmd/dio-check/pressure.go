@@ -71,6 +71,14 @@ type PressureRow struct {
 	CotenantP99Us   float64 `json:"cotenant_p99_us"`
 	CotenantP999Us  float64 `json:"cotenant_p999_us"`
 	MemoryPeakBytes int64   `json:"memory_peak_bytes"`
+
+	// CPUStealPct is the share of the CPUs' time the hypervisor took
+	// for itself while the co-tenant was measured (/proc/stat's steal),
+	// in percent: on a virtual machine the host's own work for the
+	// guest's disk I/O can run on the cores the guest's vCPUs run on,
+	// which the co-tenant then loses whatever the ingest does in the
+	// guest.
+	CPUStealPct float64 `json:"cpu_steal_pct"`
 }
 
 // rowDetail is what the child measured beyond the row: for the table, the
@@ -393,6 +401,7 @@ func medians(rows []PressureRow, details []rowDetail) ([]PressureRow, []rowDetai
 			CotenantP99Us:   med(func(r PressureRow) float64 { return r.CotenantP99Us }),
 			CotenantP999Us:  med(func(r PressureRow) float64 { return r.CotenantP999Us }),
 			MemoryPeakBytes: int64(med(func(r PressureRow) float64 { return float64(r.MemoryPeakBytes) })),
+			CPUStealPct:     med(func(r PressureRow) float64 { return r.CPUStealPct }),
 		})
 		d := rowDetail{HotCached: 1, Mode: details[idx[0]].Mode}
 		var h histogram
@@ -466,16 +475,17 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\t")
+	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\tcpu steal\t")
 	for i, r := range rows {
 		ingestCells := "-\t-\t-"
 		if r.Engine != alone && r.Engine != busyCPU {
 			ingestCells = fmt.Sprintf("%.0f\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t\n", r.Engine, ingestCells,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t\n", r.Engine, ingestCells,
 			countName(r.CotenantReadsS), times(r.CotenantReadsS, base.CotenantReadsS),
 			usName(r.CotenantP50Us), usName(r.CotenantP99Us), times(r.CotenantP99Us, base.CotenantP99Us),
-			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), sizeName(r.MemoryPeakBytes), 100*details[i].HotCached)
+			usName(r.CotenantP999Us), usName(details[i].CotenantMaxUs), sizeName(r.MemoryPeakBytes), 100*details[i].HotCached,
+			r.CPUStealPct)
 	}
 	tw.Flush()
 }

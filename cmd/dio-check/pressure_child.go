@@ -154,11 +154,13 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 				minRes = min(minRes, f)
 			}
 		}
+		cpu0, _ := readCPUTimes() // zero where /proc/stat cannot be read: no steal reported
 		h, reads, err := runCotenant(m.hotPath, hot, d, func(s int) {
 			sample()
 			emit(pressureMsg{Phase: label, Step: "measuring", Elapsed: s})
 		})
 		sample()
+		cpu1, _ := readCPUTimes()
 		if spin != nil {
 			spin.stop()
 		}
@@ -184,6 +186,7 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 			CotenantP99Us:   us(h.quantile(0.99)),
 			CotenantP999Us:  us(h.quantile(0.999)),
 			MemoryPeakBytes: peak,
+			CPUStealPct:     cpu1.stealPct(cpu0),
 		}
 		if err := emit(pressureMsg{Row: &row, Detail: &rowDetail{CotenantMaxUs: us(h.max), HotCached: minRes, Mode: mode, Hist: h.points()}}); err != nil {
 			return err

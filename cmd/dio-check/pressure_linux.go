@@ -24,6 +24,15 @@ func cotenantAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
+// readCPUTimes reads the CPUs' times so far from /proc/stat.
+func readCPUTimes() (cpuTimes, error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	return parseCPUTimes(stat)
+}
+
 // availBytes returns the bytes free to an unprivileged user on dir's
 // filesystem.
 func availBytes(dir string) (int64, error) {

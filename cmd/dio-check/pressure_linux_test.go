@@ -79,7 +79,8 @@ func TestPressureRun(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	t.Logf("%s%s", out, stderr)
 
-	keys := []string{"engine", "ingest_mib_s", "write_p99_us", "write_max_us", "cotenant_reads_s", "cotenant_p50_us", "cotenant_p99_us", "cotenant_p999_us", "memory_peak_bytes"}
+	// The keys the issue lists, and the CPU time the hypervisor stole.
+	keys := []string{"engine", "ingest_mib_s", "write_p99_us", "write_max_us", "cotenant_reads_s", "cotenant_p50_us", "cotenant_p99_us", "cotenant_p999_us", "memory_peak_bytes", "cpu_steal_pct"}
 	var engines []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var row map[string]any
@@ -88,7 +89,9 @@ func TestPressureRun(t *testing.T) {
 		for k := range row {
 			got = append(got, k)
 		}
-		assert.ElementsMatch(t, keys, got, "the keys the issue lists, exactly")
+		assert.ElementsMatch(t, keys, got, "exactly these keys")
+		steal := row["cpu_steal_pct"].(float64)
+		assert.True(t, steal >= 0 && steal <= 100, "steal %v%%", steal)
 		e := row["engine"].(string)
 		engines = append(engines, e)
 		assert.Greater(t, row["cotenant_reads_s"], 0.0, e)

@@ -14,6 +14,8 @@ func childAttrs(*exec.Cmd) {}
 
 func cotenantAttrs(*exec.Cmd) {}
 
+func readCPUTimes() (cpuTimes, error) { return cpuTimes{}, errors.ErrUnsupported }
+
 func availBytes(string) (int64, error) { return 0, errors.ErrUnsupported }
 
 type residency struct{}

@@ -165,16 +165,16 @@ func TestPressureUsageErrors(t *testing.T) {
 func TestPrintPressure(t *testing.T) {
 	rows := []PressureRow{
 		{Engine: alone, CotenantReadsS: 800000, CotenantP50Us: 1, CotenantP99Us: 3.5, CotenantP999Us: 10, MemoryPeakBytes: 619 << 20},
-		{Engine: busyCPU, CotenantReadsS: 680000, CotenantP50Us: 1.2, CotenantP99Us: 3.5, CotenantP999Us: 12, MemoryPeakBytes: 619 << 20},
-		{Engine: "std-fs", IngestMiBs: 700, WriteP99Us: 100, WriteMaxUs: 41000, CotenantReadsS: 2500, CotenantP50Us: 300, CotenantP99Us: 4000, CotenantP999Us: 57000, MemoryPeakBytes: 1 << 30},
+		{Engine: busyCPU, CotenantReadsS: 680000, CotenantP50Us: 1.2, CotenantP99Us: 3.5, CotenantP999Us: 12, MemoryPeakBytes: 619 << 20, CPUStealPct: 0.6},
+		{Engine: "std-fs", IngestMiBs: 700, WriteP99Us: 100, WriteMaxUs: 41000, CotenantReadsS: 2500, CotenantP50Us: 300, CotenantP99Us: 4000, CotenantP999Us: 57000, MemoryPeakBytes: 1 << 30, CPUStealPct: 23.4},
 	}
 	var out bytes.Buffer
 	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: t.TempDir()}, 1, rows, []rowDetail{{CotenantMaxUs: 50, HotCached: 1}, {CotenantMaxUs: 60, HotCached: 1}, {CotenantMaxUs: 90000, HotCached: 0.031}})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 7, out.String())
-	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100%`, lines[4])
-	assert.Regexp(t, `cpu +- +- +- +680,000 +0.85 +1.2µs +3.5µs +1.00 +12µs +60µs +619MiB +100%`, lines[5], "the cpu reference ingests nothing")
-	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3%`, lines[6])
+	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100% +0%`, lines[4])
+	assert.Regexp(t, `cpu +- +- +- +680,000 +0.85 +1.2µs +3.5µs +1.00 +12µs +60µs +619MiB +100% +1%`, lines[5], "the cpu reference ingests nothing")
+	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3% +23%`, lines[6])
 }
 
 func TestPlotPressure(t *testing.T) {
@@ -332,5 +332,27 @@ func TestHistogramJSON(t *testing.T) {
 	} {
 		var g histogram
 		assert.Error(t, json.Unmarshal([]byte(bad), &g), bad)
+	}
+}
+
+// TestCPUSteal reads /proc/stat's cpu line and the steal between two
+// readings.
+func TestCPUSteal(t *testing.T) {
+	t0, err := parseCPUTimes([]byte("cpu  100 5 50 800 10 1 4 30 7 0\ncpu0 50 2 25 400 5 0 2 15 3 0\n"))
+	require.NoError(t, err)
+	assert.Equal(t, cpuTimes{total: 1000, steal: 30}, t0, "guest time is inside user already")
+	t1, err := parseCPUTimes([]byte("cpu  150 5 150 950 10 1 4 130 7 0\n"))
+	require.NoError(t, err)
+	assert.InDelta(t, 25.0, t1.stealPct(t0), 1e-9, "100 of 400 ticks stolen")
+	assert.Zero(t, t0.stealPct(t0), "no time passed")
+	assert.Zero(t, t0.stealPct(t1), "an earlier reading that is later")
+	for _, bad := range []string{"", "intr 1 2 3\n", "cpu 1 2 3 4 5 6 7\n", "cpu 1 2 3 4 5 6 7 x\n"} {
+		_, err := parseCPUTimes([]byte(bad))
+		assert.Error(t, err, "%q", bad)
+	}
+	if _, err := os.Stat("/proc/stat"); err == nil {
+		now, err := readCPUTimes()
+		require.NoError(t, err)
+		assert.Positive(t, now.total)
 	}
 }
