@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,18 +264,11 @@ func TestPressureProgressTerminal(t *testing.T) {
 	root := pressureRoot(t)
 	dir := testenv.Dir(t)
 	inMemoryFS(t, dir)
-	master, slave := openPty(t, 40)
 	cmd := exec.Command(binary, "pressure", "-json", "-seconds", "1", "-memory", "256MiB", "-hot", "32MiB", "-engines", "std-fs", dir)
 	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, slave
-	require.NoError(t, cmd.Start())
-	slave.Close() // the child holds it; the master reads EOF (EIO) when it exits
-	var out bytes.Buffer
-	_, _ = io.Copy(&out, master) // ends with EIO once the child is gone
-	require.NoError(t, cmd.Wait(), out.String())
-
-	// The terminal turns "\n" into "\r\n"; the line redraws with "\r\033[K".
-	text := strings.ReplaceAll(out.String(), "\r\n", "\n")
+	cmd.Stdout = &stdout
+	// The line redraws with "\r\033[K".
+	text := onTerminal(t, cmd, 40)
 	lines := 0
 	for _, line := range strings.Split(text, "\n") {
 		// What follows a redraw; before the first is a line of its own,

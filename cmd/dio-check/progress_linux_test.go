@@ -18,23 +18,33 @@ import (
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-// openPty opens a pseudo-terminal of cols columns and returns its master
-// and its slave.
-func openPty(t *testing.T, cols uint16) (*os.File, *os.File) {
+// onTerminal runs cmd with its stderr, and its stdout unless cmd has
+// one, on a pseudo-terminal of cols columns, as a user's shell does, and
+// returns what the terminal showed with its "\r\n" turned back into "\n".
+func onTerminal(t *testing.T, cmd *exec.Cmd, cols uint16) string {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)
 	}
-	t.Cleanup(func() { master.Close() })
+	defer master.Close()
 	require.NoError(t, unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0))
 	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
 	require.NoError(t, err)
 	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	require.NoError(t, err)
-	t.Cleanup(func() { slave.Close() })
+	defer slave.Close()
 	require.NoError(t, unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: cols}))
-	return master, slave
+	if cmd.Stdout == nil {
+		cmd.Stdout = slave
+	}
+	cmd.Stderr = slave
+	require.NoError(t, cmd.Start())
+	slave.Close() // the child holds it; the master reads EOF (EIO) when it exits
+	var out bytes.Buffer
+	_, _ = io.Copy(&out, master) // ends with EIO once the child is gone
+	require.NoError(t, cmd.Wait(), out.String())
+	return strings.ReplaceAll(out.String(), "\r\n", "\n")
 }
 
 // TestBenchProgressTerminal runs the bench with stdout and stderr on one
@@ -44,17 +54,9 @@ func openPty(t *testing.T, cols uint16) (*os.File, *os.File) {
 // from the bar.
 func TestBenchProgressTerminal(t *testing.T) {
 	dir := testenv.Dir(t)
-	master, slave := openPty(t, 80)
 	cmd := exec.Command(binary, "bench", "-json", "-workload", "seq-no-delta,seq", "-size", "1MiB", "-buffers", "64KiB", "-fio=false", dir)
-	cmd.Stdout, cmd.Stderr = slave, slave
-	require.NoError(t, cmd.Start())
-	slave.Close() // the child holds it; the master reads EOF (EIO) when it exits
-	var out bytes.Buffer
-	_, _ = io.Copy(&out, master) // ends with EIO once the child is gone
-	require.NoError(t, cmd.Wait(), out.String())
-
-	// The terminal turns "\n" into "\r\n"; the bar redraws with "\r\033[K".
-	text := strings.ReplaceAll(out.String(), "\r\n", "\n")
+	// The bar redraws with "\r\033[K".
+	text := onTerminal(t, cmd, 80)
 	assert.Contains(t, text, "\r\033[Kdio-check bench: [", "a live bar on a terminal")
 	bar := regexp.MustCompile(`^dio-check bench: \[[=> ]+\] (\d+)/(\d+) .*, about \d+s left$`)
 	objects, bars := 0, 0
