@@ -26,8 +26,9 @@
 // and the mode dio would choose. The bench reproduces Neon's bench_ingest
 // on DIR, and random blob reads; its progress goes to stderr, a live line
 // on a terminal, a line per run otherwise. Pressure measures, in a memory
-// cgroup, what each engine's ingest does to a co-tenant reading a warm
-// file through the page cache; it needs root.
+// cgroup, what each engine's ingest does to a co-tenant (a process of its
+// own) reading a warm file through the page cache, beside a busy CPU for
+// reference and with the CPU time the hypervisor took; it needs root.
 //
 // Exit status: 0 done (and after -h); 1 a -require was not met; 2 bad
 // usage or a directory that cannot be probed (even with a -require unmet);
