@@ -37,13 +37,13 @@ func TestRingEnterErrnos(t *testing.T) {
 	r.testEnter = func(uint32, uint32, uint32) (int, syscall.Errno) { calls++; return 0, answer }
 
 	require.True(t, r.push(&sqe{opcode: ioringOpNop, userData: 7}))
-	n, err := r.submit()
+	n, err := r.submit(r.pushed())
 	require.ErrorIs(t, err, syscall.EBUSY)
 	assert.Zero(t, n)
 	assert.Equal(t, 1, calls, "EBUSY retried by submit")
 
 	calls, answer = 0, syscall.EAGAIN
-	_, err = r.submit()
+	_, err = r.submit(r.pushed())
 	require.ErrorIs(t, err, syscall.EAGAIN)
 	assert.Equal(t, maxRetries+1, calls, "EAGAIN retries")
 
@@ -62,7 +62,7 @@ func TestRingEnterErrnos(t *testing.T) {
 	// The real kernel takes what is pushed after a rewind.
 	r.testEnter = nil
 	require.True(t, r.push(&sqe{opcode: ioringOpNop, userData: 9}))
-	n, err = r.submit()
+	n, err = r.submit(r.pushed())
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	require.NoError(t, r.wait())
@@ -115,19 +115,34 @@ func TestURingRefusedSubmitLeavesNothing(t *testing.T) {
 	require.NoError(t, q.Close())
 }
 
-// TestURingSubmittersCombine: submitters that push while another is in
-// the kernel need no io_uring_enter of their own; the next one to submit
-// takes every SQE pushed. Here the test holds the submitter's lock while
-// four Submits push, then lets them go: one enter submits all four.
-func TestURingSubmittersCombine(t *testing.T) {
+// realEnter makes the io_uring_enter call that testEnter stands in for.
+func realEnter(r *ring, toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
+	return int(n), errno
+}
+
+// awaitAll awaits each request k of dones, with Token k.
+func awaitAll(t *testing.T, q *uringQueue, dones []chan Completion) {
+	t.Helper()
+	for k, d := range dones {
+		c := q.Await(d)
+		require.NoError(t, c.Err)
+		assert.Equal(t, uint64(k), c.Token)
+	}
+}
+
+// TestURingSubmitTakenAlong: a submitter whose SQE another's
+// io_uring_enter took along makes no call of its own. Here the test
+// holds the submitters out (smu for writing) while four Submits push,
+// submits their SQEs itself, then lets them go: they make no call.
+func TestURingSubmitTakenAlong(t *testing.T) {
 	u, q, _ := privateQueue(t, 4)
 	var enters atomic.Int32
 	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
 		if toSubmit > 0 {
 			enters.Add(1)
 		}
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
-		return int(n), errno
+		return realEnter(u.r, toSubmit, minComplete, flags)
 	}
 	u.smu.Lock()
 	var wg sync.WaitGroup
@@ -149,13 +164,55 @@ func TestURingSubmittersCombine(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "%d of 4 SQEs pushed", n)
 		runtime.Gosched()
 	}
+	n, err := u.r.submit(u.r.pushed()) // as another submitter would
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	enters.Store(0)
+	u.mu.Lock()
+	u.inKernel += n
+	u.unpark()
+	u.mu.Unlock()
 	u.smu.Unlock()
 	wg.Wait()
-	assert.Equal(t, int32(1), enters.Load(), "io_uring_enter calls that submitted")
-	for k, d := range dones {
-		c := q.Await(d)
-		require.NoError(t, c.Err)
-		assert.Equal(t, uint64(k), c.Token)
+	assert.Zero(t, enters.Load(), "io_uring_enter calls by submitters whose SQEs were taken")
+	awaitAll(t, q, dones)
+	require.NoError(t, q.Close())
+}
+
+// TestURingSubmittersSideBySide: a submitter does not wait for another
+// one that is in the kernel. Here the first Submit's io_uring_enter is
+// held; a second Submit still returns, its SQE taken by its own call,
+// and when the first call goes on it finds its SQE taken too.
+func TestURingSubmittersSideBySide(t *testing.T) {
+	u, q, _ := privateQueue(t, 4)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		if toSubmit > 0 && calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return realEnter(u.r, toSubmit, minComplete, flags)
 	}
+	dones := []chan Completion{make(chan Completion, 1), make(chan Completion, 1)}
+	first := make(chan error, 1)
+	go func() {
+		first <- q.Submit(Request{Op: OpRead, Buf: make([]byte, 4096), Token: 0, Done: dones[0]})
+	}()
+	<-entered
+	second := make(chan error, 1)
+	go func() {
+		second <- q.Submit(Request{Op: OpRead, Buf: make([]byte, 4096), Off: 4096, Token: 1, Done: dones[1]})
+	}()
+	select {
+	case err := <-second:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("a Submit waited for another submitter's io_uring_enter")
+	}
+	close(release)
+	require.NoError(t, <-first)
+	awaitAll(t, q, dones)
 	require.NoError(t, q.Close())
 }
