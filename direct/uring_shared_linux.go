@@ -360,6 +360,8 @@ func (u *uring) flush(i int64, gen, seq uint32) error {
 // withdrawn, and if withdrawn why.
 func (u *uring) settled(i int64, gen, seq uint32) (bool, error) {
 	switch {
+	case i < 0 && !u.nopQueued:
+		return true, nil // the NOP was reaped, or withdrawn
 	case i < 0:
 	case u.gens[i] != gen:
 		return true, nil // consumed, completed and pushed again since

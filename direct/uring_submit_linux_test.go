@@ -1,6 +1,7 @@
 package direct
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -215,4 +216,26 @@ func TestURingSubmittersSideBySide(t *testing.T) {
 	require.NoError(t, <-first)
 	awaitAll(t, q, dones)
 	require.NoError(t, q.Close())
+}
+
+// TestURingWithdrawnNOPNeedsNoEnter: a late delivery's wake-up NOP that
+// another submitter's failure withdrew before its flush ran is settled:
+// the flush makes no io_uring_enter call for it.
+func TestURingWithdrawnNOPNeedsNoEnter(t *testing.T) {
+	u, _, _ := privateQueue(t, 4)
+	var calls atomic.Int32
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		calls.Add(1)
+		return realEnter(u.r, toSubmit, minComplete, flags)
+	}
+	u.smu.Lock()
+	u.mu.Lock()
+	require.True(t, u.r.push(&sqe{opcode: ioringOpNop, userData: nopData}))
+	u.nopQueued = true
+	seq := u.r.pushed()
+	u.withdraw(errors.New("refused"))
+	u.mu.Unlock()
+	u.smu.Unlock()
+	require.NoError(t, u.flush(-1, 0, seq))
+	assert.Zero(t, calls.Load(), "io_uring_enter calls for a withdrawn NOP")
 }
