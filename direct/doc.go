@@ -23,10 +23,11 @@
 // rings (at most min(GOMAXPROCS, 4), set up lazily; the first by the probe
 // behind URingError, which runs once per process), so opening a file or a
 // queue sets up no ring. There is no reaper goroutine: whoever waits (in
-// Await, in Submit for room, in Close) reaps for everyone, one at a time,
-// parked in Go's poller on the ring's descriptor (a thread blocked in
-// io_uring_enter would hold a P the readers it wakes need). Submitters
-// enter the kernel side by side, not one after another.
+// Await, in Submit for room, in Close) reaps for everyone, one at a time:
+// blocked in io_uring_enter while few goroutines wait, parked in Go's
+// poller on the ring's descriptor while more wait than Ps run (a thread
+// blocked in the kernel holds a P the goroutines it wakes need).
+// Submitters enter the kernel side by side, not one after another.
 // Each queue counts its own requests under the ring's lock and Close waits
 // for those only, so Close returns whatever races it; every accepted
 // request gets exactly one Completion with its Token, also when its ring

@@ -334,18 +334,20 @@ func (r *ring) rewind(f func(userData uint64)) {
 }
 
 // wait returns once at least one CQE is ready, or the ring is unusable.
-// It parks the goroutine in Go's poller on the ring's descriptor rather
-// than block its thread in io_uring_enter(GETEVENTS): a thread blocked in
-// a system call keeps its P until sysmon takes it back, so the readers
-// the reaper has just woken waited behind it for a P. Blocked in the
-// kernel, 16 readers ran 0.78x fio's reads of the same spans; parked in
-// the poller (with submitters entering side by side, see uring), 0.86x.
-// Where the poller did not take the ring (see pollable), it blocks in
-// io_uring_enter; a nil error also covers the answers after which the
-// caller should reap and look again there: EINTR (a signal; Go's
-// preemption sends them often), EAGAIN, and EBUSY (see enter).
-func (r *ring) wait() error {
-	if r.prc == nil || r.testEnter != nil {
+// With park it parks the goroutine in Go's poller on the ring's
+// descriptor; else it blocks its thread in io_uring_enter(GETEVENTS),
+// which the kernel wakes directly, the shorter way to one waiter. A
+// thread blocked in a system call keeps its P until sysmon takes it back,
+// though, and the goroutines the reaper wakes need Ps: 16 readers ran
+// 0.78x fio's reads of the same spans with the reaper blocked in the
+// kernel, 0.86x with it parked (and submitters entering side by side, see
+// uring), while one reader beside a writer read 0.60x as fast parked as
+// blocked. Where the poller did not take the ring (see pollable), it
+// always blocks. A nil error also covers the answers after which the
+// caller should reap and look again: EINTR (a signal; Go's preemption
+// sends them often), EAGAIN, and EBUSY (see enter).
+func (r *ring) wait(park bool) error {
+	if !park || r.prc == nil || r.testEnter != nil {
 		_, errno := r.enter(0, 1, ioringEnterGetEvents)
 		switch errno {
 		case 0, unix.EINTR, unix.EAGAIN, unix.EBUSY:

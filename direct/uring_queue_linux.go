@@ -109,6 +109,8 @@ func (q *uringQueue) Submit(r Request) error {
 // Err ErrQueueClosed (or the ring's error).
 func (q *uringQueue) Await(done <-chan Completion) Completion {
 	u := q.u
+	u.waiters.Add(1)
+	defer u.waiters.Add(-1)
 	broken := u.broken
 	for {
 		select {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -144,8 +145,9 @@ func (s *ringSet) retire(u *uring) {
 // only, never wait for a submission. Lock order: smu, then mu. There is
 // no reaper goroutine: a goroutine that must wait (in Await, in Submit
 // for room, in Close for its requests) takes the reaper's seat when it is
-// free, drops mu, parks in Go's poller on the ring's descriptor until a
-// CQE is posted (see ring.wait) and delivers every CQE it finds, to
+// free, drops mu, waits for a CQE (parked in Go's poller on the ring's
+// descriptor while more goroutines wait than Ps run, else blocked in
+// io_uring_enter; see ring.wait) and delivers every CQE it finds, to
 // whichever queue's request it belongs, then gives the seat up. Only the
 // seat's holder touches the CQ, so the CQ needs no lock. Nothing runs
 // while nobody waits.
@@ -171,10 +173,11 @@ func (s *ringSet) retire(u *uring) {
 // for a CQE that is due. A timer that delivers while a reaper may be
 // waiting posts a NOP to wake it.
 type uring struct {
-	r      *ring
-	ctl    func(fd uintptr)    // u.push bound once: RawConn.Control's argument, without an allocation per call
-	onCQE  func(uint64, int32) // u.reaped bound once
-	queues int                 // queues using the ring; guarded by rings.mu
+	r       *ring
+	ctl     func(fd uintptr)    // u.push bound once: RawConn.Control's argument, without an allocation per call
+	onCQE   func(uint64, int32) // u.reaped bound once
+	queues  int                 // queues using the ring; guarded by rings.mu
+	waiters atomic.Int32        // goroutines in Await
 
 	smu sync.RWMutex // read: held across the io_uring_enter calls that submit; write: to withdraw, and to drain
 
@@ -415,7 +418,9 @@ func (u *uring) reap() {
 	if fail != nil {
 		err = fail()
 	} else {
-		err = u.r.wait()
+		// Park when more goroutines wait than can run at once: the
+		// ones this turn wakes must not wait for this thread's P.
+		err = u.r.wait(u.waiters.Load() > int32(runtime.GOMAXPROCS(0)))
 	}
 	if err != nil {
 		u.drain(err)
