@@ -177,7 +177,7 @@ type uring struct {
 	ctl     func(fd uintptr)    // u.push bound once: RawConn.Control's argument, without an allocation per call
 	onCQE   func(uint64, int32) // u.reaped bound once
 	queues  int                 // queues using the ring; guarded by rings.mu
-	waiters atomic.Int32        // goroutines in Await
+	waiters atomic.Int32        // goroutines in Await: reap parks while more than GOMAXPROCS
 
 	smu sync.RWMutex // read: held across the io_uring_enter calls that submit; write: to withdraw, and to drain
 
