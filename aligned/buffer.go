@@ -62,7 +62,7 @@ func newBuffer(size, align int, populate bool) (*Buffer, error) {
 }
 
 func check(size, align int) error {
-	if align <= 0 || align&(align-1) != 0 {
+	if !IsPowerOfTwo(align) {
 		return fmt.Errorf("%w: %d", ErrBadAlign, align)
 	}
 	if size <= 0 || size%align != 0 {

@@ -78,6 +78,12 @@ func TestRounding(t *testing.T) {
 	assert.Equal(t, 0, Down(511, 512))
 	assert.True(t, IsAligned(int64(1<<20), 4096))
 	assert.False(t, IsAligned(4100, 4096))
+	for _, n := range []int{1, 2, 512, 4096, 1 << 30} {
+		assert.True(t, IsPowerOfTwo(n), n)
+	}
+	for _, n := range []int{0, -4096, 3, 1000, 4097, 6144} {
+		assert.False(t, IsPowerOfTwo(n), n)
+	}
 
 	b, err := New(8192, 4096)
 	require.NoError(t, err)

@@ -16,6 +16,10 @@ func Down[T Integer](n, align T) T { return n &^ (align - 1) }
 // IsAligned reports whether n is a multiple of align, a power of two.
 func IsAligned[T Integer](n, align T) bool { return n&(align-1) == 0 }
 
+// IsPowerOfTwo reports whether n is a positive power of two, as every
+// alignment the rounding helpers take (and a kernel demands) is.
+func IsPowerOfTwo[T Integer](n T) bool { return n > 0 && n&(n-1) == 0 }
+
 // IsSliceAligned reports whether p starts at an address that is a multiple
 // of align. An empty slice is aligned.
 func IsSliceAligned(p []byte, align int) bool {

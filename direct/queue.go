@@ -5,6 +5,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/dio-storage/dio/aligned"
 )
 
 // Op is the operation of a Request.
@@ -181,7 +183,7 @@ type Injector interface {
 func NewQueue(f *os.File, o *QueueOptions) (Queue, error) {
 	x := newXfer(f, pageCache, false)
 	if o != nil && o.Alignment != (Alignment{}) {
-		if !powerOfTwo(o.Alignment.Memory) || !powerOfTwo(o.Alignment.Offset) {
+		if !aligned.IsPowerOfTwo(o.Alignment.Memory) || !aligned.IsPowerOfTwo(o.Alignment.Offset) {
 			return nil, fmt.Errorf("%w: %v: memory and offset alignment must both be powers of two", ErrInvalidAlignment, o.Alignment)
 		}
 		x = newXfer(f, o.Alignment, true)
@@ -192,10 +194,6 @@ func NewQueue(f *os.File, o *QueueOptions) (Queue, error) {
 // NewQueue returns a Queue over f that checks every request against f's
 // alignment. o.Alignment is ignored.
 func (f *File) NewQueue(o *QueueOptions) (Queue, error) { return newQueue(f.xfer, o) }
-
-// powerOfTwo reports whether n is a positive power of two, as every
-// alignment a kernel demands is.
-func powerOfTwo(n int) bool { return n > 0 && n&(n-1) == 0 }
 
 func newQueue(x xfer, o *QueueOptions) (Queue, error) {
 	var opts QueueOptions
