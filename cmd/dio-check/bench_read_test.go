@@ -58,7 +58,14 @@ func TestBenchReadJSON(t *testing.T) {
 			}
 		default:
 			assert.Equal(t, ingest.BlobSize, r.ValueSize)
-			if testenv.FS() != "tmpfs" {
+			switch testenv.FS() {
+			case "tmpfs":
+			case "btrfs":
+				// btrfs may read part of a direct read through the page
+				// cache (see ingest.ReadResult.PageCacheBytes); a read path
+				// through the cache fills most of the file.
+				assert.Less(t, r.PageCacheBytes, r.Bytes/4, "%s reads through no page cache", row.label())
+			default:
 				assert.Zero(t, r.PageCacheBytes, "%s reads no page cache", row.label())
 			}
 		}

@@ -69,7 +69,10 @@ type ReadResult struct {
 	Elapsed time.Duration
 	// PageCacheBytes is how much of the file was resident in the page
 	// cache when the run ended; it started at none (see DropCache), or
-	// all with Cached.
+	// all with Cached. A direct run leaves none, except on btrfs: it reads
+	// the rest of a direct read through the page cache when the buffer's
+	// pages were being moved (compaction) on two tries running
+	// (btrfs_direct_read), up to a merged read's span and its read-ahead.
 	PageCacheBytes int64
 }
 

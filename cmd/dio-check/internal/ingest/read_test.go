@@ -87,7 +87,14 @@ func TestRunRead(t *testing.T) {
 			assert.Positive(t, r.ReadsPerSec())
 			assert.Equal(t, r.Reads*BlobSize, r.Bytes, "blob bytes")
 			if (rn.method == Pread || e.Policy != ReadEngines()[0].Policy) && !memoryFS() {
-				assert.Less(t, r.PageCacheBytes, int64(size/100), "%s/%s: direct reads fill no page cache", rn.method, e.Name)
+				// btrfs may read part of a direct read through the page
+				// cache (see PageCacheBytes); a read path through the
+				// cache fills most of the file.
+				limit := int64(size / 100)
+				if testenv.FS() == "btrfs" {
+					limit = size / 4
+				}
+				assert.Less(t, r.PageCacheBytes, limit, "%s/%s: direct reads fill no page cache", rn.method, e.Name)
 			}
 		}
 	}

@@ -85,21 +85,18 @@ func DropCache(path string) error {
 const dropPatience = 100 * time.Millisecond
 
 // cachedPages returns how many of f's pages the page cache holds, pages
-// still being read in included (cachestat(2)); before Linux 6.5, those
-// mincore finds.
+// still being read in included (cachestat(2)); where cachestat is missing
+// (before Linux 6.5) or refused (a seccomp filter), those mincore finds.
 func cachedPages(f *os.File) (int64, error) {
 	var cs unix.Cachestat_t
-	err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &cs, 0)
-	if err == nil {
+	if unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &cs, 0) == nil {
 		return int64(cs.Cache), nil
-	}
-	if err != unix.ENOSYS {
-		return 0, os.NewSyscallError("cachestat", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err
 	}
 	n, _, err := resident(f.Fd(), st.Size())
-	return n / int64(os.Getpagesize()), err
+	page := int64(os.Getpagesize())
+	return (n + page - 1) / page, err // a partial last page is a page
 }
