@@ -273,6 +273,11 @@ func (r *ring) enter(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
 	if r.testEnter != nil {
 		return r.testEnter(toSubmit, minComplete, flags)
 	}
+	return r.enterKernel(toSubmit, minComplete, flags)
+}
+
+// enterKernel calls io_uring_enter, what testEnter stands in for.
+func (r *ring) enterKernel(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
 	return int(n), errno
 }

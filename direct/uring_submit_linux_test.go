@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 func testRing(t *testing.T) *ring {
@@ -116,12 +115,6 @@ func TestURingRefusedSubmitLeavesNothing(t *testing.T) {
 	require.NoError(t, q.Close())
 }
 
-// realEnter makes the io_uring_enter call that testEnter stands in for.
-func realEnter(r *ring, toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
-	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
-	return int(n), errno
-}
-
 // awaitAll awaits each request k of dones, with Token k.
 func awaitAll(t *testing.T, q *uringQueue, dones []chan Completion) {
 	t.Helper()
@@ -143,7 +136,7 @@ func TestURingSubmitTakenAlong(t *testing.T) {
 		if toSubmit > 0 {
 			enters.Add(1)
 		}
-		return realEnter(u.r, toSubmit, minComplete, flags)
+		return u.r.enterKernel(toSubmit, minComplete, flags)
 	}
 	u.smu.Lock()
 	var wg sync.WaitGroup
@@ -193,7 +186,7 @@ func TestURingSubmittersSideBySide(t *testing.T) {
 			close(entered)
 			<-release
 		}
-		return realEnter(u.r, toSubmit, minComplete, flags)
+		return u.r.enterKernel(toSubmit, minComplete, flags)
 	}
 	dones := []chan Completion{make(chan Completion, 1), make(chan Completion, 1)}
 	first := make(chan error, 1)
@@ -226,7 +219,7 @@ func TestURingWithdrawnNOPNeedsNoEnter(t *testing.T) {
 	var calls atomic.Int32
 	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
 		calls.Add(1)
-		return realEnter(u.r, toSubmit, minComplete, flags)
+		return u.r.enterKernel(toSubmit, minComplete, flags)
 	}
 	u.smu.Lock()
 	u.mu.Lock()
