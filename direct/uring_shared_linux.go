@@ -321,42 +321,48 @@ func (u *uring) push(fd uintptr) {
 // other submitters (see uring); if the kernel refuses, it withdraws what
 // is still pushed, alone. It returns why the SQE was withdrawn, or nil.
 func (u *uring) flush(i int64, gen, seq uint32) error {
-	u.smu.RLock()
-	u.mu.Lock()
-	if done, err := u.settled(i, gen, seq); done {
-		u.mu.Unlock()
-		u.smu.RUnlock()
+	done, err := u.submitBeside(i, gen, seq)
+	if done {
 		return err
 	}
-	var err error
-	if err = u.err; err == nil {
-		u.mu.Unlock()
-		var n int
-		n, err = u.r.submit(seq)
-		u.mu.Lock()
-		if u.inKernel += n; u.inKernel > 0 {
-			u.unpark()
-		}
-	}
-	if err == nil {
-		_, err = u.settled(i, gen, seq) // consumed: submit left nothing pushed before it unconsumed
-		u.mu.Unlock()
-		u.smu.RUnlock()
-		return err
-	}
-	u.mu.Unlock()
-	u.smu.RUnlock()
 	// Withdraw what is still pushed, alone: no one else is in the kernel.
 	u.smu.Lock()
 	defer u.smu.Unlock()
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if done, err := u.settled(i, gen, seq); done {
-		return err
+	if done, why := u.settled(i, gen, seq); done {
+		return why
 	}
 	u.withdraw(err)
-	_, err = u.settled(i, gen, seq)
-	return err
+	_, why := u.settled(i, gen, seq)
+	return why
+}
+
+// submitBeside is flush's part under smu held for reading, beside other
+// submitters: it reports whether flush's SQE is settled (and settled's
+// error), or else why the kernel refused it.
+func (u *uring) submitBeside(i int64, gen, seq uint32) (bool, error) {
+	u.smu.RLock()
+	defer u.smu.RUnlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if done, err := u.settled(i, gen, seq); done {
+		return true, err
+	}
+	if u.err != nil {
+		return false, u.err
+	}
+	u.mu.Unlock()
+	n, err := u.r.submit(seq)
+	u.mu.Lock()
+	if u.inKernel += n; u.inKernel > 0 {
+		u.unpark()
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = u.settled(i, gen, seq) // consumed: submit left nothing pushed before it unconsumed
+	return true, err
 }
 
 // settled reports, with mu held, whether flush's SQE is consumed or
