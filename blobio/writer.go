@@ -49,6 +49,14 @@ type Options struct {
 	// context.Background().
 	Context context.Context
 
+	// Retry, when set, makes the writer retry a write or fdatasync that
+	// failed with ENOSPC, EDQUOT or EIO, waiting with backoff, until the
+	// policy's Context ends, telling OnRetry of each failure instead of
+	// returning it (Neon's BufferedWriter does the same). nil: the call
+	// returns the failure, holds on to every byte it acknowledged, and
+	// the next call writes them again (see Failures in the package doc).
+	Retry *RetryPolicy
+
 	// Faults injects I/O errors into the file's system calls, for tests
 	// (see package faults): a Writer's and a Reader's alike.
 	Faults direct.Injector
@@ -208,7 +216,7 @@ func writerOptions(o *Options) (Options, appender.Options, error) {
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Retry: opts.Retry}
 	return opts, ao, validate(opts, ao)
 }
 
@@ -310,3 +318,7 @@ func (w *Writer) Close() error {
 	}
 	return w.ap.Close()
 }
+
+// RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
+// EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.
+type RetryPolicy = appender.RetryPolicy

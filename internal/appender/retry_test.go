@@ -171,7 +171,6 @@ func TestFakeSyncFailsRewrites(t *testing.T) {
 	}
 }
 
-
 // TestFakeRetryPolicy: under a RetryPolicy a failure is reported to
 // OnRetry and retried, not returned, until the cause passes; when its
 // Context ends first, the call returns the last failure and the bytes are
