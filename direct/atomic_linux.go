@@ -1,0 +1,77 @@
+package direct
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// AtomicWrite returns the file's unit of untorn writes, read from statx
+// STATX_WRITE_ATOMIC: zero where the kernel (before 6.11), the filesystem
+// or the device offers none, and for a File over the page cache, which
+// this package never writes with RWF_ATOMIC.
+func (f *File) AtomicWrite() AtomicLimits {
+	if !f.direct {
+		return AtomicLimits{}
+	}
+	var st unix.Statx_t
+	var err error
+	cerr := f.rc.Control(func(fd uintptr) {
+		err = unix.Statx(int(fd), "", unix.AT_EMPTY_PATH, unix.STATX_WRITE_ATOMIC, &st)
+	})
+	if cerr != nil || err != nil || st.Mask&unix.STATX_WRITE_ATOMIC == 0 || st.Attributes&unix.STATX_ATTR_WRITE_ATOMIC == 0 {
+		return AtomicLimits{}
+	}
+	return AtomicLimits{Min: int(st.Atomic_write_unit_min), Max: int(st.Atomic_write_unit_max)}
+}
+
+// WriteAtomicAt writes all of p at off with pwritev2 RWF_ATOMIC: after a
+// crash [off, off+len(p)) holds all the old bytes or all of p, never a
+// mix. len(p) must be a power of two within AtomicWrite's [Min, Max], off
+// a multiple of len(p), and p's address aligned as for WriteAt, or the
+// error matches ErrUnaligned and nothing is written. Where the file has
+// no untorn writes the error matches errors.ErrUnsupported. A write is
+// never resumed: one cut short fails with io.ErrShortWrite (the kernel
+// writes an untorn write whole or fails it). It reads the unit with one
+// statx first; a caller writing many can check AtomicWrite once and keep
+// to it.
+func (f *File) WriteAtomicAt(p []byte, off int64) (int, error) {
+	const op = "pwritev2"
+	lim := f.AtomicWrite()
+	switch {
+	case !lim.Supported():
+		return 0, &os.PathError{Op: op, Path: f.Name(), Err: fmt.Errorf("direct: no untorn writes (RWF_ATOMIC) on this file: %w", errors.ErrUnsupported)}
+	case off < 0:
+		return 0, &os.PathError{Op: op, Path: f.Name(), Err: ErrNegativeOffset}
+	case !lim.fits(len(p), off):
+		return 0, &os.PathError{Op: op, Path: f.Name(), Err: fmt.Errorf("%w: an untorn write of %d bytes at %d: the length must be a power of two from %d to %d and the offset a multiple of it",
+			ErrUnaligned, len(p), off, lim.Min, lim.Max)}
+	}
+	if err := f.checkRW(op, p, off); err != nil {
+		return 0, err
+	}
+	x := f.xfer
+	x.writeFlags |= unix.RWF_ATOMIC
+	for retries := 0; ; {
+		n, err := x.once(OpWrite, p, off)
+		switch {
+		case err != nil && transient(err, &retries):
+			continue
+		case errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EOPNOTSUPP):
+			// The unit's rules were kept: the kernel refuses RWF_ATOMIC
+			// itself (a filesystem that reports a unit it cannot honour
+			// for this range, such as one crossing an extent boundary it
+			// cannot write at once).
+			return 0, &os.PathError{Op: op, Path: f.Name(), Err: fmt.Errorf("direct: RWF_ATOMIC refused: %w: %w", errors.ErrUnsupported, err)}
+		case err != nil:
+			return n, &os.PathError{Op: op, Path: f.Name(), Err: err}
+		case n < len(p):
+			return n, &os.PathError{Op: op, Path: f.Name(), Err: io.ErrShortWrite}
+		}
+		return n, nil
+	}
+}
