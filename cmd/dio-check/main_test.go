@@ -63,7 +63,7 @@ func TestProbeJSON(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &p), out)
-	for _, k := range []string{"dir", "fs", "o_direct", "mem_align", "offset_align", "io_uring", "dontcache", "mode", "reason"} {
+	for _, k := range []string{"dir", "fs", "o_direct", "mem_align", "offset_align", "atomic_write_min", "atomic_write_max", "io_uring", "dontcache", "mode", "reason"} {
 		assert.Contains(t, p, k)
 	}
 	assert.Equal(t, dir, p["dir"])
@@ -79,6 +79,14 @@ func TestProbeJSON(t *testing.T) {
 			want = "std-fs+dontcache"
 		}
 		assert.Equal(t, want, p["mode"])
+	}
+	// Untorn writes: xfs with reflink has them, tmpfs and ext4 here none.
+	switch testenv.FS() {
+	case "xfs":
+		assert.EqualValues(t, 4096, p["atomic_write_min"])
+		assert.Greater(t, p["atomic_write_max"], 4095.0)
+	case "", "tmpfs", "ext4", "ramfs":
+		assert.EqualValues(t, 0, p["atomic_write_max"])
 	}
 	switch {
 	case testenv.RejectsDirect():

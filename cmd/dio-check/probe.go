@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
@@ -29,6 +31,8 @@ type Probe struct {
 	OffsetAlign   int    `json:"offset_align"`
 	AlignSource   string `json:"align_source,omitempty"`
 	MinWriteAlign int    `json:"min_write_align"`
+	AtomicMin     int    `json:"atomic_write_min"` // untorn writes (RWF_ATOMIC) from this many bytes; 0: none
+	AtomicMax     int    `json:"atomic_write_max"` // to this many
 	IOURing       bool   `json:"io_uring"`
 	IOURingError  string `json:"io_uring_error,omitempty"`
 	DontCache     bool   `json:"dontcache"` // buffered writes with RWF_DONTCACHE work
@@ -237,6 +241,8 @@ func (p *Probe) probeDirect(path string) {
 		return
 	}
 	p.ODirect = true
+	l := f.AtomicWrite()
+	p.AtomicMin, p.AtomicMax = l.Min, l.Max
 	// Ask the kernel itself, bypassing dio's check.
 	for _, n := range candidateAligns {
 		if _, err := f.OS().WriteAt(buf.Bytes()[:n], int64(n)); err == nil {
@@ -322,18 +328,21 @@ func (p *Probe) probeURing(path string) {
 
 func printProbes(w io.Writer, probes []Probe) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DIR\tFS\tDEVICE (LBS/PBS)\tO_DIRECT\tALIGN mem/off (source)\tMIN WRITE\tIO_URING\tMODE")
+	fmt.Fprintln(tw, "DIR\tFS\tDEVICE (LBS/PBS)\tO_DIRECT\tALIGN mem/off (source)\tMIN WRITE\tUNTORN\tIO_URING\tMODE")
 	for _, p := range probes {
 		dev := "-"
 		if p.Device != "" {
 			dev = fmt.Sprintf("%s (%d/%d)", p.Device, p.LogicalBlock, p.PhysicalBlock)
 		}
-		align, minw := "-", "-"
+		align, minw, untorn := "-", "-", "-"
+		if p.AtomicMax > 0 {
+			untorn = humanize.IBytes(uint64(p.AtomicMin)) + "-" + humanize.IBytes(uint64(p.AtomicMax))
+		}
 		if p.ODirect {
 			align = fmt.Sprintf("%d/%d (%s)", p.MemAlign, p.OffsetAlign, p.AlignSource)
 			minw = fmt.Sprint(p.MinWriteAlign)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, p.FS, dev, yesNo(p.ODirect), align, minw, yesNo(p.IOURing), p.Mode)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Dir, p.FS, dev, yesNo(p.ODirect), align, minw, untorn, yesNo(p.IOURing), p.Mode)
 	}
 	tw.Flush()
 	for _, p := range probes {
