@@ -15,18 +15,33 @@ import (
 // or the device offers none, and for a File over the page cache, which
 // this package never writes with RWF_ATOMIC.
 func (f *File) AtomicWrite() AtomicLimits {
+	l, _ := f.atomicWrite()
+	return l
+}
+
+// atomicWrite is AtomicWrite with statx's error: a file on a filesystem
+// that has shut down fails with EIO, which WriteAtomicAt must report as
+// it, not as untorn writes unsupported.
+func (f *File) atomicWrite() (AtomicLimits, error) {
 	if !f.direct {
-		return AtomicLimits{}
+		return AtomicLimits{}, nil
 	}
 	var st unix.Statx_t
 	var err error
 	cerr := f.rc.Control(func(fd uintptr) {
 		err = unix.Statx(int(fd), "", unix.AT_EMPTY_PATH, unix.STATX_WRITE_ATOMIC, &st)
 	})
-	if cerr != nil || err != nil || st.Mask&unix.STATX_WRITE_ATOMIC == 0 || st.Attributes&unix.STATX_ATTR_WRITE_ATOMIC == 0 {
-		return AtomicLimits{}
+	switch {
+	case cerr != nil:
+		return AtomicLimits{}, os.ErrClosed
+	case errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EINVAL):
+		return AtomicLimits{}, nil // no statx, or one that knows no STATX_WRITE_ATOMIC
+	case err != nil:
+		return AtomicLimits{}, err
+	case st.Mask&unix.STATX_WRITE_ATOMIC == 0 || st.Attributes&unix.STATX_ATTR_WRITE_ATOMIC == 0:
+		return AtomicLimits{}, nil
 	}
-	return AtomicLimits{Min: int(st.Atomic_write_unit_min), Max: int(st.Atomic_write_unit_max)}
+	return AtomicLimits{Min: int(st.Atomic_write_unit_min), Max: int(st.Atomic_write_unit_max)}, nil
 }
 
 // WriteAtomicAt writes all of p at off with pwritev2 RWF_ATOMIC: after a
@@ -41,8 +56,10 @@ func (f *File) AtomicWrite() AtomicLimits {
 // to it.
 func (f *File) WriteAtomicAt(p []byte, off int64) (int, error) {
 	const op = "pwritev2"
-	lim := f.AtomicWrite()
+	lim, err := f.atomicWrite()
 	switch {
+	case err != nil:
+		return 0, &os.PathError{Op: "statx", Path: f.Name(), Err: err}
 	case !lim.Supported():
 		return 0, &os.PathError{Op: op, Path: f.Name(), Err: fmt.Errorf("direct: no untorn writes (RWF_ATOMIC) on this file: %w", errors.ErrUnsupported)}
 	case off < 0:
