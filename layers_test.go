@@ -27,7 +27,7 @@ var layers = []string{
 	"fallback",
 	"internal/appender",
 	"internal/unwrap", // what fileio's types are made of, for blobio
-	"fileio", // plain files of bytes: the appender's public face, and the Reader blobio reads through
+	"fileio",          // plain files of bytes: the appender's public face, and the Reader blobio reads through
 	"blobio",
 	"ephemeral",
 	"cmd/dio-check/internal/...", // dio-check's own: cgroup, and ingest, the bench workload
