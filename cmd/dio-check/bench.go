@@ -144,14 +144,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		fmt.Fprintln(stderr, "dio-check: fio not found: no reference row (apt-get install fio)")
 		o.fio = false
 	}
-	steps := o.runs * len(workloads) * len(buffers) * len(ingest.Engines())
-	if o.fio && slices.Contains(workloads, ingest.SeqNoDelta) {
-		steps += o.runs * len(buffers)
-	}
-	if withRead {
-		steps += 1 + o.runs*len(readRows(o.fio))
-	}
-	progress := newRunProgress(stderr, "dio-check bench", steps)
+	progress := newRunProgress(stderr, "dio-check bench", benchPlan(o, workloads, buffers, size, readSize, withRead))
 	round := func(run int) string {
 		if o.runs == 1 {
 			return ""
@@ -173,10 +166,10 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			for _, buf := range buffers {
 				for _, e := range ingest.Engines() {
 					if _, ok := skipped[e.Name]; ok {
-						progress.skip()
+						progress.skip(ingestCost(w, size))
 						continue
 					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)))
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)), ingestCost(w, size))
 					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Buffers: o.depth, Value: value, Bytes: size, Files: tmp}
 					r, err := ingest.Run(c)
 					if errors.Is(err, ingest.ErrUnavailable) {
@@ -197,10 +190,10 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 				}
 				if _, ok := skipped[fioEngine]; o.fio && w == ingest.SeqNoDelta {
 					if ok {
-						progress.skip()
+						progress.skip(stepCost{bytes: size})
 						continue
 					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)))
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)), stepCost{bytes: size})
 					mibs, err := runFio(dir, buf, size, tmp)
 					if err != nil { // such as O_DIRECT refused: the rows above say so
 						skipped[fioEngine] = err.Error()
