@@ -56,13 +56,13 @@ func benchFlags() (*flag.FlagSet, *benchOptions) {
 	o := benchOptions{size: 128 << 20, value: 100, buffers: sizesValue{8 << 10, 64 << 10}}
 	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per run; a directory the bench cannot use gets {\"dir\", \"error\"}")
-	fs.Var(&o.size, "size", "payload `bytes` to ingest per run (the read workload's blob file: "+sizeName(readFileSize)+" unless -size is given)")
+	fs.Var(&o.size, "size", "payload `bytes` to ingest per run; the read workload's blob file is "+sizeName(readFileSize)+", or this size when -size is given")
 	fs.StringVar(&o.workloads, "workload", strings.Join(append(ingest.Workloads(), ingest.Read), ","), "workloads, comma-separated")
 	fs.DurationVar(&o.duration, "duration", time.Second, "how long each read row reads")
 	fs.Var(&o.value, "value", "`bytes` per value, 1B to "+sizeName(maxValue))
 	fs.Var(&o.buffers, "buffers", "buffer `sizes`, comma-separated, multiples of 512 bytes")
 	fs.IntVar(&o.runs, "runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
-	fs.IntVar(&o.depth, "depth", 0, "buffers per file, filled in ring order and written in merged groups (0: the default)")
+	fs.IntVar(&o.depth, "depth", 0, "buffers per file, filled in ring order and written in merged groups; 0, the default, is blobio's: a 1MiB ring with O_DIRECT (128 of 8KiB, 16 of 64KiB: two merged 512KiB writes), 4 buffers through the page cache")
 	fs.BoolVar(&o.fio, "fio", true, "also run fio as reference rows, if it is installed (writes: io_uring, O_DIRECT, QD4, end fsync; reads: randread 4KiB at QD 1, 16, 32)")
 	return fs, &o
 }
