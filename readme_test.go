@@ -66,7 +66,7 @@ func TestReadmeProgram(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's program failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"writing with ", "blob at 6: beta", "scanned 0: alpha", "scanned 6: beta", "scanned 12: gamma", "bytes at 11: any "} {
+	for _, want := range []string{"writing with ", "blob at 10: beta", "scanned 0: alpha", "scanned 10: beta", "scanned 19: gamma", "bytes at 11: any "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the README's program printed no %q:\n%s", want, out)
 		}

@@ -10,9 +10,12 @@
 // offset of its header. (Neon writes an empty blob with the 1-byte header
 // 0x00 and reads either; dio never writes a 0x00 header, see below.)
 //
-// A Writer fills one buffer while the previous ones are written, so the
-// caller waits for the device only when every buffer is in flight. A Reader
-// reads single blobs with aligned reads; a Scanner walks every blob in order
+// blobio is built on package fileio, which writes and reads plain files
+// of bytes; use fileio directly for a format of your own. A Writer frames
+// blobs into a fileio.Writer, which fills one buffer while the previous
+// ones are written, so the caller waits for the device only when every
+// buffer is in flight. A Reader reads single blobs with aligned reads
+// through a fileio.Reader's file; a Scanner walks every blob in order
 // with a read-ahead buffer in flight.
 //
 // # Crashes
