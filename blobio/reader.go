@@ -106,6 +106,7 @@ type Reader struct {
 	memAl    int
 	scanSize int // the Scanner's read size: BufferSize, or DefaultScanRead if unset
 	uring    bool
+	sum      bool // Options.Checksum: every blob's seal is checked
 
 	small *bufPool // smallRead bytes
 	large *bufPool // MergeSize plus a block
@@ -166,6 +167,7 @@ func Open(path string, o *Options) (*Reader, error) {
 		memAl:    memAl,
 		scanSize: aligned.Up(scan, block),
 		uring:    f.Mode().Engine == direct.EngineURing,
+		sum:      opts.Checksum,
 		small:    newBufPool(smallBuffers, aligned.Up(smallRead, block), memAl),
 		large:    newBufPool(largeBuffers, aligned.Up(MergeSize, block)+block, memAl),
 		drained:  make(chan struct{}),
@@ -227,6 +229,9 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		return dst[:0], blobError(off, err)
 	}
 	payload, c, big, err := r.blobIn(b, lo, r.valid(lo, n), off)
+	if err == nil {
+		payload, err = r.checked(payload, c)
+	}
 	if err == nil {
 		dst, err = r.dec.decode(payload, c, dst)
 	}

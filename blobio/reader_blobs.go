@@ -239,6 +239,9 @@ func (v *vectored) deliver(c direct.Completion) error {
 	for _, i := range v.order[m.first:m.last] {
 		off := v.offs[i]
 		payload, comp, big, err := r.blobIn(m.b, m.lo, valid, off)
+		if err == nil {
+			payload, err = r.checked(payload, comp)
+		}
 		blob := payload
 		if err == nil && comp != None {
 			v.out, err = r.dec.decode(payload, comp, v.out)

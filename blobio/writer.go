@@ -60,6 +60,13 @@ type Options struct {
 	// Writer.Synced) before a crash left an unspecified tail past it.
 	// 0 means the file's size.
 	Size int64
+
+	// Checksum makes a Writer end each blob with a CRC32C of its header
+	// and stored bytes, inside the blob (see Checksums in the package
+	// doc), and a Reader check it on every blob it returns: a mismatch
+	// is an error matching ErrCorrupt, never data. A file is read with
+	// the Checksum it was written with; OpenAppend must be given it too.
+	Checksum bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -92,6 +99,9 @@ type Writer struct {
 	enc     *zstd.Encoder
 	zbuf    []byte // reused compression output
 	hdr     [MaxHeaderSize]byte
+	sum     bool                           // Options.Checksum
+	seal    [zstdSkipHeader + crcSize]byte // a large blob's seal
+	sealed  []byte                         // a small blob's stored bytes and seal, reused
 	closed  bool
 	cleanup runtime.Cleanup // closes an unclosed Writer's encoder; stopped by Close
 }
@@ -168,7 +178,7 @@ func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
 
 // newWriter returns a Writer with its encoder, not yet on a file.
 func newWriter(opts Options) (*Writer, error) {
-	w := &Writer{comp: opts.Compression}
+	w := &Writer{comp: opts.Compression, sum: opts.Checksum}
 	if w.comp == Zstd {
 		var err error
 		if w.enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1)); err != nil {
@@ -260,21 +270,25 @@ func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 	if err := w.ap.Err(); err != nil {
 		return 0, err
 	}
-	if len(p) > MaxBlobSize {
-		return 0, fmt.Errorf("%w: %d bytes, at most %d", ErrBlobTooLarge, len(p), MaxBlobSize)
+	if len(p) > w.maxPayload() {
+		return 0, fmt.Errorf("%w: %d bytes, at most %d", ErrBlobTooLarge, len(p), w.maxPayload())
 	}
 	data, c := p, None
 	if w.comp == Zstd && len(p) >= minCompressedSize {
 		w.zbuf = w.enc.EncodeAll(p, w.zbuf[:0])
-		if len(w.zbuf) < len(p) {
+		if w.storedLen(len(w.zbuf), Zstd) < w.storedLen(len(p), None) {
 			data, c = w.zbuf, Zstd
 		}
 	}
-	hdr, err := AppendHeader(w.hdr[:0], len(data), c)
+	hdr, err := AppendHeader(w.hdr[:0], w.storedLen(len(data), c), c)
 	if err != nil {
 		return 0, err
 	}
-	off, err = w.ap.WriteRecord(hdr, data)
+	if w.sum {
+		off, err = w.writeSealed(hdr, data, c)
+	} else {
+		off, err = w.ap.WriteRecord(hdr, data)
+	}
 	// w must outlive the appender's work: fw's cleanup releases the
 	// appender once w, and so fw, is unreachable, which could be mid-call.
 	runtime.KeepAlive(w)

@@ -56,13 +56,13 @@ func benchFlags() (*flag.FlagSet, *benchOptions) {
 	o := benchOptions{size: 128 << 20, value: 100, buffers: sizesValue{8 << 10, 64 << 10}}
 	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per run; a directory the bench cannot use gets {\"dir\", \"error\"}")
-	fs.Var(&o.size, "size", "payload `bytes` to ingest per run (the read workload's blob file: "+sizeName(readFileSize)+" unless -size is given)")
+	fs.Var(&o.size, "size", "payload `bytes` to ingest per run; the read workload's blob file is "+sizeName(readFileSize)+", or this size when -size is given")
 	fs.StringVar(&o.workloads, "workload", strings.Join(append(ingest.Workloads(), ingest.Read), ","), "workloads, comma-separated")
 	fs.DurationVar(&o.duration, "duration", time.Second, "how long each read row reads")
 	fs.Var(&o.value, "value", "`bytes` per value, 1B to "+sizeName(maxValue))
 	fs.Var(&o.buffers, "buffers", "buffer `sizes`, comma-separated, multiples of 512 bytes")
 	fs.IntVar(&o.runs, "runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
-	fs.IntVar(&o.depth, "depth", 0, "buffers per file, filled in ring order and written in merged groups (0: the default)")
+	fs.IntVar(&o.depth, "depth", 0, "buffers per file, filled in ring order and written in merged groups; 0, the default, is blobio's: a 1MiB ring with O_DIRECT (128 of 8KiB, 16 of 64KiB: two merged 512KiB writes), 4 buffers through the page cache")
 	fs.BoolVar(&o.fio, "fio", true, "also run fio as reference rows, if it is installed (writes: io_uring, O_DIRECT, QD4, end fsync; reads: randread 4KiB at QD 1, 16, 32)")
 	return fs, &o
 }
@@ -144,14 +144,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		fmt.Fprintln(stderr, "dio-check: fio not found: no reference row (apt-get install fio)")
 		o.fio = false
 	}
-	steps := o.runs * len(workloads) * len(buffers) * len(ingest.Engines())
-	if o.fio && slices.Contains(workloads, ingest.SeqNoDelta) {
-		steps += o.runs * len(buffers)
-	}
-	if withRead {
-		steps += 1 + o.runs*len(readRows(o.fio))
-	}
-	progress := newRunProgress(stderr, "dio-check bench", steps)
+	progress := newRunProgress(stderr, "dio-check bench", benchPlan(o, workloads, buffers, size, readSize, withRead))
 	round := func(run int) string {
 		if o.runs == 1 {
 			return ""
@@ -173,10 +166,10 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			for _, buf := range buffers {
 				for _, e := range ingest.Engines() {
 					if _, ok := skipped[e.Name]; ok {
-						progress.skip()
+						progress.skip(ingestCost(w, size))
 						continue
 					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)))
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)), ingestCost(w, size))
 					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Buffers: o.depth, Value: value, Bytes: size, Files: tmp}
 					r, err := ingest.Run(c)
 					if errors.Is(err, ingest.ErrUnavailable) {
@@ -197,10 +190,10 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 				}
 				if _, ok := skipped[fioEngine]; o.fio && w == ingest.SeqNoDelta {
 					if ok {
-						progress.skip()
+						progress.skip(stepCost{bytes: size})
 						continue
 					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)))
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)), stepCost{bytes: size})
 					mibs, err := runFio(dir, buf, size, tmp)
 					if err != nil { // such as O_DIRECT refused: the rows above say so
 						skipped[fioEngine] = err.Error()

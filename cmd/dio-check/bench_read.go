@@ -114,7 +114,7 @@ func (b *readBench) run() error {
 	}
 	defer b.tmp.remove(work)
 	path := filepath.Join(work, "blobs")
-	b.progress.step(fmt.Sprintf("read: writing a %s blob file", sizeName(b.size)))
+	b.progress.step(fmt.Sprintf("read: writing a %s blob file", sizeName(b.size)), stepCost{bytes: b.size})
 	offs, err := ingest.WriteBlobFile(path, b.size)
 	if err != nil {
 		return fmt.Errorf("read: writing the blob file: %w", err)
@@ -130,10 +130,10 @@ func (b *readBench) run() error {
 	for run := range b.runs {
 		for _, row := range readRows(b.withFio) {
 			if b.skip(row) {
-				b.progress.skip()
+				b.progress.skip(stepCost{timed: b.duration})
 				continue
 			}
-			b.progress.step("read: " + row.label() + b.round(run))
+			b.progress.step("read: "+row.label()+b.round(run), stepCost{timed: b.duration})
 			res, err := b.measure(row, path, offs, run)
 			if errors.Is(err, ingest.ErrUnavailable) {
 				b.skipped[row.skipKey()] = err.Error()
