@@ -296,8 +296,8 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 		if err := cgroup.CanThrottle(cgroup.OS{}, roots); err != nil {
 			return usageError{msg: "pressure -throttle: " + err.Error()}
 		}
-		if avail, err := availBytes(c.dir); err == nil && avail < deviceNeeds(c.hot, c.writers) {
-			return dirError(stdout, c.json, c.dir, usageError{msg: fmt.Sprintf("%s: -throttle needs %s free for its device, %s is", c.dir, sizeName(deviceNeeds(c.hot, c.writers)), sizeName(avail))})
+		if avail, err := availBytes(c.dir); err == nil && avail < deviceNeeds(c) {
+			return dirError(stdout, c.json, c.dir, usageError{msg: fmt.Sprintf("%s: -throttle needs %s free for its device, %s is", c.dir, sizeName(deviceNeeds(c)), sizeName(avail))})
 		}
 	}
 	// The cgroup is tracked like a temporary file, so that a signal's
@@ -332,7 +332,7 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 		}
 		defer tmp.remove("device " + name)
 		measureIn = dev.mnt
-		c.device = fmt.Sprintf("a %s ext4 on %s, writes throttled to %s/s", sizeName(deviceSize(c.hot, c.writers)), dev, sizeName(c.throttle))
+		c.device = fmt.Sprintf("a %s ext4 on %s, writes throttled to %s/s", sizeName(deviceSize(c)), dev, sizeName(c.throttle))
 	}
 
 	work, err := tmp.mkdirTemp(measureIn, ".dio-pressure-")
@@ -369,22 +369,22 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 }
 
 // deviceRoll is the roll size -throttle's device gives each writer's
-// files (rollSize, a quarter of the free space shared by the writers):
-// twice the default cgroup, so that a log's roll, which syncs it, does
+// files (rollSize: a quarter of the free space, shared by the writers):
+// twice the cgroup's memory, so that a log's roll, which syncs it, does
 // not come every few seconds, as it would on a small device.
-const deviceRoll = 2 << 30
+func deviceRoll(memory int64) int64 { return 2 * memory }
 
 // deviceSize is the size of -throttle's device: the hot file and four
 // rolls per writer. Its file is sparse and the filesystem mounted with
 // discard, so it holds about what deviceNeeds says.
-func deviceSize(hot int64, writers int) int64 {
-	return hot + int64(writers)*4*deviceRoll
+func deviceSize(c pressureConfig) int64 {
+	return c.hot + int64(c.writers)*4*deviceRoll(c.memory)
 }
 
 // deviceNeeds is the space -throttle's device file may take in the
 // directory: the hot file, a roll per writer, and ext4's own 5%.
-func deviceNeeds(hot int64, writers int) int64 {
-	return (hot + int64(writers)*deviceRoll) * 105 / 100
+func deviceNeeds(c pressureConfig) int64 {
+	return (c.hot + int64(c.writers)*deviceRoll(c.memory)) * 105 / 100
 }
 
 // throttledDevice makes -throttle's loop device in c.dir, tracked as
@@ -392,7 +392,7 @@ func deviceNeeds(hot int64, writers int) int64 {
 func throttledDevice(c pressureConfig, cg *cgroup.Cgroup, name string, stderr io.Writer, tmp *tempFiles) (*loopDevice, error) {
 	var dev *loopDevice
 	err := tmp.makeNewFunc("device "+name, func() (err error) {
-		dev, err = makeLoopDevice(c.dir, deviceSize(c.hot, c.writers))
+		dev, err = makeLoopDevice(c.dir, deviceSize(c))
 		return err
 	}, func() {
 		if err := dev.remove(); err != nil {
