@@ -35,6 +35,7 @@ const compactUnit = 64 << 20
 type ingestOptions struct {
 	writers int    // goroutines writing, each to files of its own
 	shape   string // shapeAppend or shapeCompact
+	roll    int64  // a writer's roll size; 0: from the free space (rollSize)
 }
 
 // ingestRun is one engine's ingest: its writers, each in a goroutine of
@@ -78,10 +79,12 @@ func (s ingestStats) mibs() float64 {
 // startIngest starts the engine's writers in dir. An engine the
 // directory cannot run is unavailable.
 func startIngest(dir, engine string, o ingestOptions) (*ingestRun, error) {
-	r := &ingestRun{dir: dir, engine: engine, opts: o, roll: rollBytes}
-	if avail, err := availBytes(dir); err == nil {
+	r := &ingestRun{dir: dir, engine: engine, opts: o, roll: o.roll}
+	if avail, err := availBytes(dir); err == nil && r.roll == 0 {
 		// Every writer's files at once fit in what rollSize allows one.
 		r.roll = max(rollSize(avail)/int64(o.writers), minRoll)
+	} else if r.roll == 0 {
+		r.roll = rollBytes
 	}
 	r.unit = min(compactUnit, r.roll/2)
 	// Open every writer's first file before any writes, so that an
