@@ -25,6 +25,7 @@ func value(i, gen int) []byte {
 func pebbleOptions(fsys vfs.FS) *pebble.Options {
 	o := &pebble.Options{
 		FS:                    fsys,
+		Logger:                quiet{},
 		MemTableSize:          1 << 20,
 		L0CompactionThreshold: 2,
 	}
@@ -137,3 +138,11 @@ func TestPebble(t *testing.T) {
 		}
 	}
 }
+
+// quiet is a pebble.Logger that drops Pebble's informational lines, so a
+// test's output shows only what failed.
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)         {}
+func (quiet) Errorf(string, ...any)        {}
+func (quiet) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
