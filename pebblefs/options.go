@@ -20,4 +20,8 @@ type Options struct {
 	// Pool, if set, is one budget of aligned buffers that every file's
 	// writes draw from.
 	Pool *aligned.Pool
+	// ReadAhead is how far a file opened with vfs.SequentialReadsOption
+	// (a compaction's input, a checkpoint's copy) reads ahead of Pebble;
+	// zero: fileio.DefaultReadAhead, 2 MiB.
+	ReadAhead int
 }
