@@ -1,0 +1,166 @@
+package fileio_test
+
+import (
+	"bytes"
+	"io"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/faults"
+	"github.com/dio-storage/dio/fileio"
+	"github.com/dio-storage/dio/internal/filetest"
+)
+
+// faultWriter is a fileio.Writer under a fault plan: the bytes it wrote,
+// and how many of them a Sync acknowledged.
+type faultWriter struct {
+	w      *fileio.Writer
+	path   string
+	size   func(i int) int
+	all    []byte
+	synced int
+}
+
+func (fw *faultWriter) Append(i int) error {
+	p := content(uint64(i), fw.size(i))
+	n, err := fw.w.Write(p)
+	fw.all = append(fw.all, p[:n]...)
+	return err
+}
+
+func (fw *faultWriter) Sync() error {
+	if err := fw.w.Sync(); err != nil {
+		return err
+	}
+	fw.synced = len(fw.all)
+	return nil
+}
+
+func (fw *faultWriter) Finish(t *testing.T, errno syscall.Errno) {
+	want := fw.all
+	if errno == 0 {
+		require.NoError(t, fw.w.Close())
+	} else {
+		assert.ErrorIs(t, fw.w.Close(), errno, "Close reports it")
+		want = fw.all[:fw.synced]
+	}
+	require.Equal(t, int64(fw.synced), min(fw.w.Synced(), int64(fw.synced)), "Synced went back")
+	r, err := fileio.Open(fw.path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	require.GreaterOrEqual(t, r.Size(), int64(len(want)))
+	got := make([]byte, len(want))
+	n, err := r.ReadAt(got, 0)
+	if err != io.EOF {
+		require.NoError(t, err)
+	}
+	require.Equal(t, len(want), n)
+	require.True(t, bytes.Equal(want, got), "acknowledged bytes lost")
+	t.Logf("%d bytes synced before the fault, all read back", fw.synced)
+}
+
+// TestWriteFailure fails the n-th write or fdatasync with EIO or ENOSPC:
+// the error reaches the caller and stays, every byte covered by an
+// earlier successful Sync reads back, the buffers go back to the pool,
+// and no descriptor or goroutine is left.
+func TestWriteFailure(t *testing.T) {
+	filetest.FaultTest{
+		Open: func(t *testing.T, dir string, p fallback.Policy, plan *faults.Plan) (filetest.Writer, *aligned.Pool) {
+			pool, err := aligned.NewPool(8<<10, 4096, 4*(8<<10))
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			path := filepath.Join(dir, "f")
+			w, err := fileio.Create(path, &fileio.Options{IO: p, Pool: pool, Buffers: 3, Faults: plan})
+			require.NoError(t, err)
+			return &faultWriter{w: w, path: path, size: func(i int) int { return 1 + i*37%3000 }}, pool
+		},
+		Appends:   5000,
+		SyncEvery: 40,
+	}.Run(t, filetest.Failures(direct.OpWrite, direct.OpSync))
+}
+
+// TestTransientFaults makes writes and fdatasyncs hit EINTR, EAGAIN,
+// short transfers and late completions: the engines retry and resume,
+// and the caller sees nothing but correct data.
+func TestTransientFaults(t *testing.T) {
+	filetest.FaultTest{
+		Open: func(t *testing.T, dir string, p fallback.Policy, plan *faults.Plan) (filetest.Writer, *aligned.Pool) {
+			path := filepath.Join(dir, "f")
+			w, err := fileio.Create(path, &fileio.Options{IO: p, BufferSize: 16 << 10, Buffers: 3, Faults: plan})
+			require.NoError(t, err)
+			return &faultWriter{w: w, path: path, size: func(i int) int { return 1 + i%20_000 }}, nil
+		},
+		Appends:   1500,
+		SyncEvery: 300,
+	}.Run(t, []filetest.Fault{{
+		Name:  "transient",
+		Rules: append(filetest.TransientWrites(20, 5), faults.Transient(direct.OpSync, 3, syscall.EINTR)),
+		Kinds: []string{"EINTR", "EAGAIN", "short", "late"},
+	}})
+}
+
+// TestReadFaults: a read that fails with EIO reaches the caller of
+// ReadAt and of a Sequential, and the next read, the fault gone,
+// succeeds; transient read faults (EINTR, short reads) are hidden.
+func TestReadFaults(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	w, err := fileio.Create(path, nil)
+	require.NoError(t, err)
+	want := content(9, 3<<20)
+	_, err = w.Write(want)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	eioOnce := func(n int) *faults.Plan { // the n-th read fails, and no other
+		return faults.NewPlan(faults.Rule{Op: direct.OpRead, After: n, Times: 1, Fault: direct.Fault{Err: syscall.EIO}})
+	}
+	plan := eioOnce(1)
+	r, err := fileio.Open(path, &fileio.Options{Faults: plan})
+	require.NoError(t, err)
+	defer r.Close()
+	p := make([]byte, 10_000)
+	_, err = r.ReadAt(p, 5)
+	require.NoError(t, err, "the first read passes")
+	_, err = r.ReadAt(p, 50_000)
+	require.ErrorIs(t, err, syscall.EIO, "the second read fails")
+	_, err = r.ReadAt(p, 50_000)
+	require.NoError(t, err, "a read error is not sticky")
+	require.Equal(t, want[50_000:60_000], p)
+
+	plan = eioOnce(2)
+	r2, err := fileio.Open(path, &fileio.Options{Faults: plan})
+	require.NoError(t, err)
+	defer r2.Close()
+	s, err := r2.NewSequential(0)
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, s)
+	require.ErrorIs(t, err, syscall.EIO, "a read-ahead's error reaches the reader")
+	var got bytes.Buffer
+	_, err = s.Seek(0, io.SeekStart)
+	require.NoError(t, err)
+	_, err = io.Copy(&got, s)
+	require.NoError(t, err, "the read-ahead starts again after an error")
+	require.True(t, bytes.Equal(want, got.Bytes()))
+	require.NoError(t, s.Close())
+
+	plan = faults.NewPlan(faults.Transient(direct.OpRead, 5, syscall.EINTR), faults.Short(direct.OpRead, 5, 4096))
+	r3, err := fileio.Open(path, &fileio.Options{Faults: plan})
+	require.NoError(t, err)
+	defer r3.Close()
+	s, err = r3.NewSequential(0)
+	require.NoError(t, err)
+	got.Reset()
+	_, err = io.Copy(&got, s)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got.Bytes()))
+	require.NoError(t, s.Close())
+	assert.Positive(t, plan.Injected()["EINTR"])
+}

@@ -1,0 +1,119 @@
+package fileio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/appender"
+)
+
+var (
+	// ErrClosed reports use of a closed Writer, Reader or Sequential. It
+	// matches fs.ErrClosed too, as os.File's errors do.
+	ErrClosed = fmt.Errorf("fileio: %w", fs.ErrClosed)
+	// ErrInvalidOptions reports Options that Create, OpenAppend or Open
+	// refuse, before any file is created or changed.
+	ErrInvalidOptions = errors.New("fileio: invalid options")
+	// ErrOffset reports an offset no read can start at: a negative one.
+	ErrOffset = errors.New("fileio: offset outside the file")
+)
+
+// Options configure a Writer or a Reader. A nil *Options means defaults.
+type Options struct {
+	// BufferSize is the size of a Writer's buffers, rounded up to the
+	// file's alignment; default 64 KiB.
+	BufferSize int
+	// Buffers is how many buffers a Writer owns: by default, with
+	// O_DIRECT, two merged 512 KiB writes (16 of 64 KiB), one filling
+	// while the other is in flight; 4 through the page cache or a Pool.
+	Buffers int
+	// IO chooses the I/O path (see package fallback); default Auto:
+	// O_DIRECT where the filesystem takes it, else the page cache.
+	IO fallback.Policy
+	// Pool, when set, supplies a Writer's buffers, so that many writers
+	// share one memory budget. Its buffer size overrides BufferSize.
+	Pool *aligned.Pool
+	// Size, for Open only, makes the Reader read the file as if it were
+	// Size bytes long: the logical size a service recorded (from
+	// Writer.Synced) before a crash left an unspecified tail past it.
+	// 0 means the file's size.
+	Size int64
+
+	// ReadAhead, for Open only, is how far a Sequential reads ahead of
+	// its caller; default DefaultReadAhead.
+	ReadAhead int
+
+	// NoSync makes a Writer's Close skip the fdatasync, for a caller that
+	// makes many files durable at once, or never needs them to be. Sync
+	// still syncs.
+	NoSync bool
+
+	// Context, for Create and OpenAppend, bounds their wait for the
+	// writer's first buffer when a Pool's budget is spent: they then fail
+	// with the context's error and leave no new file. nil:
+	// context.Background().
+	Context context.Context
+
+	// Faults injects I/O errors into the file's system calls, for tests
+	// (see package faults): a Writer's and a Reader's alike.
+	Faults direct.Injector
+
+	// Retry, when set, makes a Writer retry a write or fdatasync that
+	// failed with ENOSPC, EDQUOT or EIO, with backoff, until the
+	// policy's Context ends, telling OnRetry of each failure instead of
+	// returning it. nil: the failure is returned, and the Writer keeps
+	// every byte it acknowledged for a later Sync to write again.
+	Retry *RetryPolicy
+}
+
+// RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
+// EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.
+type RetryPolicy = appender.RetryPolicy
+
+// DefaultReadAhead is how far a Sequential reads ahead by default:
+// RocksDB's compaction_readahead_size, 2 MiB, in reads of up to
+// maxSeqRead.
+const DefaultReadAhead = 2 << 20
+
+// get returns *o, or the zero Options for nil.
+func (o *Options) get() Options {
+	if o == nil {
+		return Options{}
+	}
+	return *o
+}
+
+// validate refuses Options before any file is created or opened.
+func (o Options) validate() error {
+	switch {
+	case !o.IO.Valid():
+		return fmt.Errorf("%w: unknown I/O policy %v", ErrInvalidOptions, o.IO)
+	case o.Size < 0:
+		return fmt.Errorf("%w: Size is %d", ErrInvalidOptions, o.Size)
+	case o.ReadAhead < 0:
+		return fmt.Errorf("%w: ReadAhead is %d", ErrInvalidOptions, o.ReadAhead)
+	}
+	return appender.WrapInvalid(o.appender().Validate(), ErrInvalidOptions)
+}
+
+// appender returns the appender's Options o makes.
+func (o Options) appender() appender.Options {
+	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context, Retry: o.Retry}
+}
+
+// open opens path by o.IO, its I/O through o.Faults when set: the file
+// carries the injector, so every read, write and fdatasync on it, and on
+// every queue made from it, meets the faults.
+func open(path string, flag int, perm os.FileMode, o Options) (fallback.File, error) {
+	f, err := fallback.Open(path, flag, perm, o.IO)
+	if err != nil || o.Faults == nil {
+		return f, err
+	}
+	return fallback.WithFaults(f, o.Faults), nil
+}
