@@ -93,8 +93,17 @@ func (f *File) AlignmentSource() Source { return f.source }
 
 // ReadAt reads len(p) bytes at off. p's address, off and len(p) must be
 // aligned, or the error matches ErrUnaligned and nothing is read. At the end
-// of the file it returns the bytes read and io.EOF.
-func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.readAt(p, off) }
+// of the file it returns the bytes read and io.EOF. A read that fails with
+// EIO is read again sector by sector (see ReadSectors): every sector that
+// can be read is, and the error is a *SectorError naming the ones that
+// cannot.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.readAt(p, off)
+	if errors.Is(err, syscall.EIO) {
+		return f.splitRead(p, off, n, err)
+	}
+	return n, err
+}
 
 // WriteAt writes len(p) bytes at off, resuming short writes. p's address,
 // off and len(p) must be aligned, or the error matches ErrUnaligned and

@@ -24,6 +24,17 @@ type Rule struct {
 	After int       // let this many matching calls through first
 	Times int       // then apply to this many; 0: every one after
 	Fault direct.Fault
+
+	// Off and Len, when Len > 0, pick only the calls whose range meets
+	// [Off, Off+Len): a bad sector fails every read that covers it.
+	Off int64
+	Len int64
+}
+
+// BadSectors makes every read that covers a byte of [off, off+n) fail
+// with EIO, as a latent sector error does.
+func BadSectors(off, n int64) Rule {
+	return Rule{Op: direct.OpRead, Off: off, Len: n, Fault: direct.Fault{Err: syscall.EIO}}
 }
 
 // Shorthands for the common rules.
@@ -71,7 +82,7 @@ func (p *Plan) Inject(op direct.Op, off int64, n int) (direct.Fault, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, r := range p.rules {
-		if r.Op != 0 && r.Op != op {
+		if r.Op != 0 && r.Op != op || r.Len > 0 && (off >= r.Off+r.Len || off+int64(n) <= r.Off) {
 			continue
 		}
 		k := p.seen[i]
