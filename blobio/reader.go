@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"sync/atomic"
 
 	"github.com/dio-storage/dio/aligned"
@@ -225,10 +226,17 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	}
 	defer pool.put(b)
 	n, err := r.read(b.done, b.buf.Bytes()[:hi-lo], lo)
+	var bad error // bad sectors past the blob's start: they may lie past its end too
+	if badSectors(err) && lo+int64(n) > off {
+		bad, err = err, nil
+	}
 	if err != nil {
 		return dst[:0], blobError(off, err)
 	}
 	payload, c, big, err := r.blobIn(b, lo, r.valid(lo, n), off)
+	if err != nil && bad != nil && !errors.Is(err, syscall.EIO) {
+		err = bad // the blob's header reached into the bad sectors
+	}
 	if err == nil {
 		payload, err = r.checked(payload, c)
 	}
@@ -328,10 +336,29 @@ func (r *Reader) read(done chan direct.Completion, p []byte, off int64) (int, er
 				return 0, err
 			}
 			c := q.Await(done)
+			if rawEIO(c.Err) {
+				// A latent sector error: ReadAt reads the range again
+				// sector by sector, keeping what can be read.
+				return endOK(r.f.ReadAt(p, off))
+			}
 			return endOK(c.N, c.Err)
 		}
 	}
 	return endOK(r.f.ReadAt(p, off))
+}
+
+// rawEIO reports whether err is an EIO that has not been split into
+// sectors yet (direct.File.ReadAt does; a queued read does not).
+func rawEIO(err error) bool {
+	var se *direct.SectorError
+	return errors.Is(err, syscall.EIO) && !errors.As(err, &se)
+}
+
+// badSectors reports whether err names sectors that could not be read
+// (direct.SectorError), the bytes before them having been read.
+func badSectors(err error) bool {
+	var se *direct.SectorError
+	return errors.As(err, &se)
 }
 
 // endOK drops the io.EOF of a read cut short by the end of the file.

@@ -2,6 +2,7 @@ package blobio
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -271,12 +272,26 @@ func (v *vectored) deliver(c direct.Completion) error {
 	r := v.r
 	m := &v.reads[c.Token]
 	n, err := endOK(c.N, c.Err)
+	if rawEIO(err) {
+		// A latent sector error: read the range again sector by
+		// sector, so that only the offsets the bad sectors concern
+		// fail.
+		n, err = endOK(r.f.ReadAt(m.b.buf.Bytes()[:m.hi-m.lo], m.lo))
+	}
+	var bad []*direct.SectorError
+	if badSectors(err) {
+		// Every byte of the range but the bad runs was read.
+		bad, n, err = sectorRuns(err), int(m.hi-m.lo), nil
+	}
 	if err != nil {
 		return v.fail(int(c.Token), err)
 	}
 	valid := r.valid(m.lo, n)
 	for _, i := range v.order[m.first:m.last] {
 		off := v.offs[i]
+		if se := r.blobHits(m.b.buf.Bytes()[:valid], m.lo, off, bad); se != nil {
+			return &BlobError{i, off, se}
+		}
 		payload, comp, big, err := r.blobIn(m.b, m.lo, valid, off)
 		if err == nil {
 			payload, err = r.checked(payload, comp)
@@ -296,6 +311,41 @@ func (v *vectored) deliver(c direct.Completion) error {
 		}
 		if err != nil {
 			return &BlobError{i, off, err}
+		}
+	}
+	return nil
+}
+
+// sectorRuns returns the runs of bad sectors err names.
+func sectorRuns(err error) []*direct.SectorError {
+	var runs []*direct.SectorError
+	var se *direct.SectorError
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if errors.As(e, &se) {
+				runs = append(runs, se)
+			}
+		}
+	} else if errors.As(err, &se) {
+		runs = append(runs, se)
+	}
+	return runs
+}
+
+// blobHits returns the run of bad sectors that the blob at off, in have
+// read at lo, reaches into, or nil: its header and payload where the
+// header can be decoded, else as much as the longest header.
+func (r *Reader) blobHits(have []byte, lo, off int64, bad []*direct.SectorError) *direct.SectorError {
+	if len(bad) == 0 || off < lo || off >= lo+int64(len(have)) {
+		return nil
+	}
+	end := off + MaxHeaderSize
+	if hs, n, _, err := DecodeHeader(have[off-lo:]); err == nil {
+		end = max(off+int64(hs)+int64(n), off+1)
+	}
+	for _, se := range bad {
+		if se.Off < end && off < se.Off+int64(se.Len) {
+			return se
 		}
 	}
 	return nil

@@ -106,8 +106,10 @@ func TestTransientFaults(t *testing.T) {
 	}})
 }
 
-// TestReadFaults: a read that fails with EIO reaches the caller of
-// ReadAt and of a Sequential, and the next read, the fault gone,
+// TestReadFaults: a read that fails with EIO is read again sector by
+// sector, so an EIO that passes costs nothing and a bad sector reaches
+// the caller of ReadAt named, with the bytes before it; an EIO reaches
+// the reader of a Sequential, and the next read, the fault gone,
 // succeeds; transient read faults (EINTR, short reads) are hidden.
 func TestReadFaults(t *testing.T) {
 	dir := t.TempDir()
@@ -130,10 +132,26 @@ func TestReadFaults(t *testing.T) {
 	_, err = r.ReadAt(p, 5)
 	require.NoError(t, err, "the first read passes")
 	_, err = r.ReadAt(p, 50_000)
-	require.ErrorIs(t, err, syscall.EIO, "the second read fails")
-	_, err = r.ReadAt(p, 50_000)
-	require.NoError(t, err, "a read error is not sticky")
+	require.NoError(t, err, "the second read fails, and its sector-by-sector retry passes")
 	require.Equal(t, want[50_000:60_000], p)
+	require.Equal(t, 1, plan.Injected()["EIO"])
+
+	// A bad sector (latent sector error) fails every read covering it:
+	// ReadAt returns the bytes before it and an error naming it.
+	rb, err := fileio.Open(path, &fileio.Options{Faults: faults.NewPlan(faults.BadSectors(53248, 4096))})
+	require.NoError(t, err)
+	defer rb.Close()
+	clear(p)
+	n, err := rb.ReadAt(p, 50_000)
+	require.ErrorIs(t, err, syscall.EIO, "a read over a bad sector fails")
+	var se *direct.SectorError
+	require.ErrorAs(t, err, &se)
+	assert.True(t, se.Off >= 53248 && se.Off+int64(se.Len) <= 53248+4096, "names the bad sector: %v", err)
+	require.Equal(t, 53248-50_000, n, "the bytes before it")
+	require.Equal(t, want[50_000:53248], p[:n])
+	_, err = rb.ReadAt(p, 60_000)
+	require.NoError(t, err, "a read error is not sticky")
+	require.Equal(t, want[60_000:70_000], p)
 
 	plan = eioOnce(2)
 	r2, err := fileio.Open(path, &fileio.Options{Faults: plan})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -242,6 +243,9 @@ func (r *Reader) readVia(pool *bufPool, want []byte, off int64) (int, error) {
 		hi := min(aligned.Up(off+int64(len(want)), r.align), lo+span)
 		m, err := r.read(b.done, buf[:hi-lo], lo)
 		if err != nil {
+			if int64(m) > pos-lo { // the bytes before bad sectors (direct.SectorError)
+				n += copy(want[n:], buf[pos-lo:m])
+			}
 			return n, fmt.Errorf("fileio: reading %s at %d: %w", r.path, pos, err)
 		}
 		if lo+int64(m) <= pos {
@@ -268,6 +272,12 @@ func (r *Reader) read(done chan direct.Completion, p []byte, off int64) (int, er
 				return 0, err
 			}
 			c := q.Await(done)
+			var se *direct.SectorError
+			if errors.Is(c.Err, syscall.EIO) && !errors.As(c.Err, &se) {
+				// A latent sector error: ReadAt reads the range again
+				// sector by sector, keeping what can be read.
+				return endOK(r.f.ReadAt(p, off))
+			}
 			return endOK(c.N, c.Err)
 		}
 	}
