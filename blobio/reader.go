@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
