@@ -45,6 +45,42 @@
 // Create fails if the file exists, and fsyncs the directory, so that a
 // new file whose Sync returned nil survives a power cut.
 //
+// # Failures
+//
+// A Writer survives the failures a disk comes back from. When a write or
+// Sync fails with ENOSPC (a full disk), EDQUOT (a quota) or EIO (a
+// device error that may pass), the call returns the error and the Writer
+// keeps every byte it acknowledged in its own buffers: a WriteBlob that
+// returned an error appended nothing (a blob is withdrawn whole), one that
+// returned an offset stays in the stream. The next call (WriteBlob, Sync,
+// Close) first writes the failed buffers again; while the cause stands it
+// fails the same way and loses nothing, and once it is gone (space freed,
+// the device back) it succeeds and the Writer goes on. Sync rewrites from
+// Synced before its fdatasync, so a Sync that returns nil covers every
+// blob acknowledged before it, those of the failed calls included. Close
+// does the same before it gives up; a Close that still fails cuts the
+// file back to Synced, which stays intact. Grow-ahead preallocation that
+// meets ENOSPC shrinks to what the data needs: a failed fallocate is
+// never the error a caller sees while the data itself fits.
+//
+// Why this holds with O_DIRECT where the page cache's retry does not:
+// after a failed fsync the kernel may already have dropped the dirty
+// pages, or marked them clean, so a second fsync can return nil while the
+// data is gone (PostgreSQL's "fsyncgate", 2018). dio's unsynced bytes are
+// in its own aligned buffers until a Sync succeeds, and it writes them
+// again itself. Through the page cache (Mode std-fs) a failed fdatasync
+// whose bytes are no longer all in the Writer's buffers cannot be retried
+// honestly: that error is sticky, as are errors that say the request was
+// wrong (EINVAL, an unaligned write, a closed file, a Pool that failed).
+// Options.Retry (a RetryPolicy) makes the Writer retry internally with
+// backoff until its Context ends, telling OnRetry of each failure, as
+// Neon's BufferedWriter does, instead of returning the error.
+//
+// A read that fails with EIO is read again sector by sector (package
+// direct): ReadBlob fails only for a blob that reaches into an unreadable
+// sector, ReadBlobs only at the offsets the bad sectors concern, and the
+// error is a *direct.SectorError naming the bytes, matching syscall.EIO.
+//
 // # What the format detects
 //
 // Without checksums (the default, and Neon's format) a reader detects

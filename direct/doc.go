@@ -35,4 +35,26 @@
 // breaks. File descriptors are used only inside os.File's reference
 // (RawConn.Control), so a File closed while I/O races it fails that I/O
 // with fs.ErrClosed and never reaches a file that reuses the number.
+//
+// # Failures
+//
+// A read that fails with EIO is read again sector by sector at the file's
+// alignment (ReadSectors): ReadAt returns the bytes before the first bad
+// sector as its count, every other good sector in p, and a *SectorError
+// per run of bad sectors (errors.Is(err, syscall.EIO) holds), so that one
+// latent sector error costs one sector, not the range. A write that
+// fails leaves the buffer to the caller: the writers above keep theirs
+// and write them again (package blobio, "Failures").
+//
+// # Untorn writes
+//
+// WriteAtomicAt writes with RWF_ATOMIC (Linux 6.11+): after a crash the
+// range holds all the old bytes or all the new, never a mix, where a
+// plain write may tear between sectors. AtomicWrite reports the unit
+// (statx STATX_WRITE_ATOMIC): xfs with reflink, the mkfs.xfs default,
+// takes 4 KiB to 1 MiB here; ext4 without bigalloc on a device without
+// atomic writes, btrfs and tmpfs take none, and there WriteAtomicAt fails
+// with an error matching errors.ErrUnsupported. A length or offset
+// outside the unit's rules fails with ErrUnaligned before the kernel's
+// EINVAL. See package fallback for a file without them.
 package direct

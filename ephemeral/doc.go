@@ -14,4 +14,10 @@
 // across a device wait: the writer never waits for a reader's device read,
 // nor a reader for the writer's device write. See File for what is safe
 // concurrently and the memory a File holds.
+//
+// A write failing with ENOSPC, EDQUOT or EIO costs no appended byte: the
+// buffers that failed stay in memory, readers still read from them, and
+// the next Write or WriteBlob writes them again, so that a File goes on
+// once space is freed (Options.Retry retries internally instead; see
+// package blobio, "Failures").
 package ephemeral

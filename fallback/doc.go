@@ -10,4 +10,13 @@
 // DontCache uses uncached writes where the filesystem takes them.
 // Every File, direct or not, honours the same contract, so callers such as
 // blobio and ephemeral run unchanged on either path.
+//
+// Untorn writes (direct.File.WriteAtomicAt) are the one thing the
+// contract does not level: a File through the page cache has none, nor
+// do most filesystems under O_DIRECT (see direct.File.AtomicWrite). A
+// program that rewrites pages in place on such a file must not rely on a
+// rewrite being whole after a power cut: it checksums each page and keeps
+// a copy of the page elsewhere until the rewrite is synced (a journal or
+// InnoDB's double-write buffer), or never rewrites in place and appends
+// new versions instead (package blobio), switching to them after a Sync.
 package fallback

@@ -57,9 +57,14 @@
 //	ErrClosed (matches fs.ErrClosed), ErrInvalidOptions, ErrOffset
 //
 // Errors: bad Options match ErrInvalidOptions and leave no file; a closed
-// Writer, Reader or Sequential returns errors matching fs.ErrClosed; an
-// I/O error stops a Writer for good (Write and Sync return it), and what
-// Synced covered stays in the file. Filesystems that refuse O_DIRECT
+// Writer, Reader or Sequential returns errors matching fs.ErrClosed; a
+// write or Sync failing with ENOSPC, EDQUOT or EIO keeps every byte Write
+// acknowledged, and the next Write, Sync or Close writes them again, so
+// that once the cause is gone the Writer goes on (Options.Retry retries
+// internally instead; see package blobio, "Failures", for what is and is
+// not promised); other I/O errors stop it for good, and what Synced
+// covered stays in the file. A read over an unreadable sector returns the
+// bytes before it and a *direct.SectorError naming it. Filesystems that refuse O_DIRECT
 // (ramfs, some overlays) get the page cache through package fallback, and
 // Mode says so and why.
 package fileio

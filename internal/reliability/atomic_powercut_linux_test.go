@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ const (
 	cutUnit    = 64 << 10
 	cutUnits   = 64
 	cutWriters = 4
-	cutRounds  = 4 // power cuts per kind of write
+	cutRounds  = 4 // power cuts per kind of write; DIO_CUT_ROUNDS overrides it
 	cutSector  = 512
 )
 
@@ -74,15 +75,19 @@ func TestAtomicPowerCut(t *testing.T) {
 	}
 	require.True(t, lim.Min <= cutUnit && cutUnit <= lim.Max, "64 KiB within %+v", lim)
 
+	rounds := cutRounds
+	if n, err := strconv.Atoi(os.Getenv("DIO_CUT_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
 	for _, atomic := range []bool{true, false} {
 		torn, written := 0, 0
-		for round := range cutRounds {
+		for round := range rounds {
 			t1, w1 := cutRound(t, mnt, dev, path, atomic, round)
 			torn += t1
 			written += w1
 		}
 		kind := map[bool]string{true: "WriteAtomicAt (RWF_ATOMIC)", false: "WriteAt"}[atomic]
-		t.Logf("%s: %d power cuts during %d overwrites of 64 KiB units: %d of %d units torn", kind, cutRounds, written, torn, cutRounds*cutUnits)
+		t.Logf("%s: %d power cuts during %d overwrites of 64 KiB units: %d of %d units torn", kind, rounds, written, torn, rounds*cutUnits)
 		if atomic {
 			require.Zero(t, torn, "an untorn write tore")
 		}
