@@ -185,3 +185,37 @@ func ExampleSubmitBatch() {
 	// Output:
 	// written: 8
 }
+
+// A page rewritten in place with an untorn write where the file has them,
+// and a plain write (which a power cut can tear) where it does not.
+func ExampleFile_WriteAtomicAt() {
+	dir, err := os.MkdirTemp("", "dio-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	f, err := openDirect(filepath.Join(dir, "pages"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Close()
+	const page = 16 << 10
+	buf, err := aligned.New(page, max(f.Alignment().Memory, 4096))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer buf.Free()
+	copy(buf.Bytes(), "page 3, version 2")
+
+	l := f.AtomicWrite()
+	if l.Min <= page && page <= l.Max {
+		_, err = f.WriteAtomicAt(buf.Bytes(), 3*page) // all old or all new after a crash
+	} else {
+		_, err = f.WriteAt(buf.Bytes(), 3*page) // checksum the page and journal it instead
+	}
+	fmt.Println(err)
+	// Output: <nil>
+}
