@@ -152,6 +152,12 @@ func TestReadFaults(t *testing.T) {
 	_, err = rb.ReadAt(p, 60_000)
 	require.NoError(t, err, "a read error is not sticky")
 	require.Equal(t, want[60_000:70_000], p)
+	big := make([]byte, 2<<20) // read in pieces, several in flight
+	n, err = rb.ReadAt(big, 4096)
+	require.ErrorIs(t, err, syscall.EIO)
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, 53248-4096, n, "the bytes before the bad sector")
+	require.Equal(t, want[4096:53248], big[:n])
 
 	plan = eioOnce(2)
 	r2, err := fileio.Open(path, &fileio.Options{Faults: plan})

@@ -1,8 +1,10 @@
 package fileio
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -59,10 +61,19 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		head, inflight = (head+1)%manyDepth, inflight-1
 		if err == nil {
 			m, cerr := endOK(c.N, c.Err)
+			var se *direct.SectorError
+			if errors.Is(cerr, syscall.EIO) && !errors.As(cerr, &se) {
+				// A latent sector error: ReadAt reads the piece again
+				// sector by sector, keeping what can be read.
+				m, cerr = endOK(r.f.ReadAt(p.b.buf.Bytes()[:p.hi-p.lo], p.lo))
+			}
 			pos := off + int64(n)
 			switch {
 			case cerr != nil:
-				err = fmt.Errorf("fileio: reading %s at %d: %w", r.path, pos, cerr)
+				if p.lo+int64(m) > pos { // the bytes before bad sectors
+					n += copy(want[n:], p.b.buf.Bytes()[pos-p.lo:m])
+				}
+				err = fmt.Errorf("fileio: reading %s at %d: %w", r.path, off+int64(n), cerr)
 			case p.lo+int64(m) <= pos:
 				err = fmt.Errorf("fileio: reading %s at %d: file ends at %d: %w", r.path, pos, p.lo+int64(m), io.ErrUnexpectedEOF)
 			default:
