@@ -231,24 +231,7 @@ func BenchmarkReadRandom(b *testing.B) {
 // reported as fio-MB/s.
 func BenchmarkReadSequential(b *testing.B) {
 	path := benchFile(b)
-	b.Run("reader=fileio", func(b *testing.B) {
-		b.SetBytes(readBenchSize)
-		r, err := fileio.Open(path, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		for b.Loop() {
-			s, err := r.NewSequential(0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.Copy(io.Discard, s); err != nil {
-				b.Fatal(err)
-			}
-			s.Close()
-		}
-	})
+	b.Run("reader=fileio", func(b *testing.B) { benchSequential(b, path, nil) })
 	b.Run("reader=os.File", func(b *testing.B) {
 		b.SetBytes(readBenchSize)
 		buf := make([]byte, 1<<20)
@@ -292,4 +275,24 @@ func BenchmarkReadSequential(b *testing.B) {
 		}
 		b.ReportMetric(bw/float64(b.N)/1e6, "fio-MB/s")
 	})
+}
+
+// benchSequential reads the file at path through a Sequential, with o.
+func benchSequential(b *testing.B, path string, o *fileio.Options) {
+	b.SetBytes(readBenchSize)
+	r, err := fileio.Open(path, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	for b.Loop() {
+		s, err := r.NewSequential(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, s); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
 }
