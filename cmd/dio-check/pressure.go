@@ -172,8 +172,8 @@ const (
 type rateValue int64
 
 func (v *rateValue) String() string {
-	if *v == 0 {
-		return "0"
+	if v == nil || *v == 0 {
+		return "" // unset: the synopsis shows [-throttle RATE]
 	}
 	return sizeName(int64(*v)) + "/s"
 }
