@@ -5,6 +5,11 @@
 GO      ?= go
 DIR     ?= $(or $(TMPDIR),/tmp)
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# pebblefs/ is a module of its own (Pebble stays out of dio's go.mod), so
+# ./... above does not reach it: test and lint name it. -short keeps its
+# race run to one metamorphic seed and two kills (Pebble under -race is
+# slow); the matrix legs run it without -race (scripts/test-matrix.sh).
+PEBBLEFS_TEST ?= -race -short -count=1 -timeout=10m
 
 # The packages with allocation tests (TestXxxAllocs), run again without
 # -race: only they, so that the step prints no "[no tests to run]".
@@ -20,6 +25,7 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout=10m ./...
 	$(if $(ALLOCS_PKGS),$(GO) test -count=1 -run 'Allocs' $(ALLOCS_PKGS))   # allocation counts, which -race distorts
+	cd pebblefs && $(GO) vet ./... && $(GO) test $(PEBBLEFS_TEST) ./...
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "note: skipped the filesystem matrix (tmpfs, ramfs, ext4, xfs, btrfs): it mounts filesystems and needs root (try: sudo make test-matrix)"; \
 		if [ "$$CI" = true ]; then echo "error: CI=true requires the matrix" >&2; exit 1; fi; \
@@ -38,6 +44,7 @@ lint:
 	$(GO) test -count=1 -run '^TestLayers' .   # imports point down the layers (layers_test.go); also in make test
 	$(GO) mod tidy -diff
 	$(GO) run $(STATICCHECK) ./...
+	cd pebblefs && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) run $(STATICCHECK) ./...
 	GOOS=darwin $(GO) build ./...
 	GOOS=windows $(GO) build ./...
 	GOOS=freebsd $(GO) build ./...

@@ -30,6 +30,8 @@ var layers = []string{
 	"fileio",          // plain files of bytes: the appender's public face, and the Reader blobio reads through
 	"blobio",
 	"ephemeral",
+	"pebblefs",                   // a nested module (Pebble stays out of dio's go.mod), layered all the same
+	"pebblefs/cmd/...",           // pebble-bench
 	"cmd/dio-check/internal/...", // dio-check's own: cgroup, and ingest, the bench workload
 	"cmd/dio-check",
 }

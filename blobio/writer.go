@@ -51,6 +51,14 @@ type Options struct {
 	// context.Background().
 	Context context.Context
 
+	// Retry, when set, makes the writer retry a write or fdatasync that
+	// failed with ENOSPC, EDQUOT or EIO, waiting with backoff, until the
+	// policy's Context ends, telling OnRetry of each failure instead of
+	// returning it (Neon's BufferedWriter does the same). nil: the call
+	// returns the failure, holds on to every byte it acknowledged, and
+	// the next call writes them again (see Failures in the package doc).
+	Retry *RetryPolicy
+
 	// Faults injects I/O errors into the file's system calls, for tests
 	// (see package faults): a Writer's and a Reader's alike.
 	Faults direct.Injector
@@ -208,8 +216,8 @@ func writerOptions(o *Options) (Options, fileio.Options, error) {
 	if o != nil {
 		opts = *o
 	}
-	fo := fileio.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, IO: opts.IO, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Faults: opts.Faults}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context}
+	fo := fileio.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, IO: opts.IO, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Faults: opts.Faults, Retry: opts.Retry}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Retry: opts.Retry}
 	return opts, fo, validate(opts, ao)
 }
 
@@ -324,3 +332,7 @@ func (w *Writer) Close() error {
 	w.closeEncoder()
 	return w.fw.Close()
 }
+
+// RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
+// EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.
+type RetryPolicy = fileio.RetryPolicy

@@ -12,6 +12,10 @@
 # Environment:
 #   MATRIX_LEGS="tmpfs ramfs"  run only these legs (default: all five)
 #   MATRIX_STRICT=1            a skipped leg fails the run (CI sets this)
+#   MATRIX_PEBBLEFS=0|1        also test the nested module pebblefs/ on each
+#                              leg (default: 1 when no go test args are given)
+#   PEBBLEFS_TEST_ARGS="..."   its go test args (default: -count=1 -timeout=10m ./...;
+#                              no -race: Pebble under -race is slow, make test runs it)
 #
 # Needs root: every leg mounts something. Images and mountpoints live under
 # one `mktemp -d` root; a trap unmounts, detaches and removes all of it on
@@ -32,7 +36,9 @@ PATH="$PATH:/usr/sbin:/sbin"
 cd "$(dirname "$0")/.."
 if [ $# -eq 0 ]; then
 	set -- -race -count=1 -timeout=5m ./...
+	: "${MATRIX_PEBBLEFS:=1}"
 fi
+read -r -a PEBBLEFS_ARGS <<<"${PEBBLEFS_TEST_ARGS:--count=1 -timeout=10m ./...}"
 
 read -r -a LEGS <<<"${MATRIX_LEGS:-$ALL_LEGS}"
 for leg in "${LEGS[@]}"; do
@@ -256,6 +262,13 @@ run_tests() {
 	TEST_PID=$!
 	wait "$TEST_PID" || rc=$?
 	TEST_PID=""
+	if [ "${MATRIX_PEBBLEFS:-0}" = 1 ] && [ -f pebblefs/go.mod ]; then
+		echo "matrix: (cd pebblefs && go test ${PEBBLEFS_ARGS[*]})"
+		(cd pebblefs && exec env -u DIO_TEST_SECTOR "${env[@]}" setsid go test "${PEBBLEFS_ARGS[@]}") &
+		TEST_PID=$!
+		wait "$TEST_PID" || rc=$?
+		TEST_PID=""
+	fi
 	return $rc
 }
 

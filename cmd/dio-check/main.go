@@ -210,14 +210,18 @@ func newTempFiles() *tempFiles {
 
 // makeNewFunc is makeNew for a path that rm removes, rather than
 // os.RemoveAll: a cgroup, whose removal waits for its tasks to leave.
+// path and rm are tracked under the lock mk runs under, so that a signal's
+// cleanup finds either nothing or both.
 func (t *tempFiles) makeNewFunc(path string, mk func() error, rm func()) error {
-	err := t.makeNew(path, mk)
-	if err == nil {
-		t.mu.Lock()
-		t.removers[path] = rm
-		t.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.paths[path] = struct{}{}
+	if err := mk(); err != nil {
+		delete(t.paths, path)
+		return err
 	}
-	return err
+	t.removers[path] = rm
+	return nil
 }
 
 // removeLocked removes path, tracked, with t.mu held.

@@ -1,0 +1,74 @@
+//go:build unix
+
+package pebblefs
+
+import (
+	"io"
+
+	"github.com/dio-storage/dio/fileio"
+)
+
+// fileWriter is what a writeFile needs of fileio's Writer; tests may
+// stand in for it.
+type fileWriter interface {
+	io.Writer
+	Sync() error
+	Synced() int64
+	Size() int64
+	Close() error
+	Fd() uintptr
+}
+
+// fileReader is what a readFile needs of fileio's Reader.
+type fileReader interface {
+	io.ReaderAt
+	Size() int64
+	Close() error
+	Fd() uintptr
+}
+
+// fileOptions returns the fileio Options of every file fs opens.
+func (fs *FS) fileOptions() *fileio.Options {
+	return &fileio.Options{
+		BufferSize: fs.o.BufferSize,
+		Buffers:    fs.o.Buffers,
+		IO:         fs.o.IO,
+		Pool:       fs.o.Pool,
+		ReadAhead:  fs.o.ReadAhead,
+	}
+}
+
+// newWriter creates name, which must not exist.
+func (fs *FS) newWriter(name string) (fileWriter, error) {
+	return fileio.Create(name, fs.fileOptions())
+}
+
+// newReader opens name to read its first size bytes (0: the whole file),
+// with read-ahead when seq.
+func (fs *FS) newReader(name string, size int64, seq bool) (fileReader, error) {
+	o := fs.fileOptions()
+	o.Size = size
+	r, err := fileio.Open(name, o)
+	if err != nil || !seq {
+		return r, err
+	}
+	s, err := r.NewSequential(0)
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return sequential{Reader: r, s: s}, nil
+}
+
+// sequential is a Reader whose ReadAt reads ahead: Pebble reads a
+// compaction's input with ReadAt at increasing offsets, one block after
+// another, from one goroutine.
+type sequential struct {
+	*fileio.Reader
+	s *fileio.Sequential
+}
+
+func (r sequential) ReadAt(p []byte, off int64) (int, error) { return r.s.ReadAt(p, off) }
+
+// Close closes the Reader, which closes its Sequential.
+func (r sequential) Close() error { return r.Reader.Close() }

@@ -1,0 +1,162 @@
+//go:build unix
+
+package pebblefs
+
+import (
+	"io/fs"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// writeFile is a file Pebble creates: a WAL, an sstable, a blob file, a
+// MANIFEST, an OPTIONS file. Writes go into a fileio Writer's aligned
+// buffers and reach the disk with O_DIRECT as whole buffers, Sync writes
+// the padded tail and fdatasyncs.
+type writeFile struct {
+	fs   *FS
+	name string
+	id   fileID
+	info vfs.FileInfo // as created; Stat replaces its size
+
+	// mu serialises the writer between Pebble's writing goroutine and a
+	// reader of the same file catching up (readFile.catchUp), and guards
+	// closed.
+	mu     sync.Mutex
+	w      fileWriter
+	closed bool
+}
+
+var _ vfs.File = (*writeFile)(nil)
+
+func (fs *FS) create(name string) (*writeFile, error) {
+	w, err := fs.newWriter(name)
+	if err != nil {
+		return nil, errors.WithStack(err)
+	}
+	info, err := vfs.Default.Stat(name)
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	f := &writeFile{fs: fs, name: name, id: idOf(info), info: info, w: w}
+	fs.live.add(f)
+	return f, nil
+}
+
+// Write appends p. Pebble writes any size: 4 KiB from the sstable
+// writer's bufio, the rest of a 32 KiB block from the WAL.
+func (f *writeFile) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, fs.ErrClosed
+	}
+	return f.w.Write(p)
+}
+
+// Sync makes everything written durable.
+func (f *writeFile) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fs.ErrClosed
+	}
+	return f.w.Sync()
+}
+
+// SyncData is Sync: fileio's Sync is an fdatasync.
+func (f *writeFile) SyncData() error { return f.Sync() }
+
+// SyncTo returns fullSync false without waiting: the Writer already
+// writes every full buffer as soon as it fills, so the prefix Pebble asks
+// for is on its way to the disk (vfs.File lets SyncTo promise nothing
+// more); Pebble's Sync at the end of the file is what makes it durable.
+func (f *writeFile) SyncTo(int64) (fullSync bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false, fs.ErrClosed
+	}
+	return false, nil
+}
+
+// Preallocate reserves blocks without changing the file's size
+// (FALLOC_FL_KEEP_SIZE), as vfs.Default does, so the WAL's fdatasync has
+// no block allocation to journal. A filesystem without fallocate is not
+// an error: preallocation is advice.
+func (f *writeFile) Preallocate(off, length int64) error {
+	fd := f.Fd()
+	if fd == vfs.InvalidFd || length <= 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(fd), unix.FALLOC_FL_KEEP_SIZE, off, length)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return nil
+	}
+	return err
+}
+
+// Stat describes the file with its logical size, the bytes written so
+// far.
+func (f *writeFile) Stat() (vfs.FileInfo, error) {
+	size, ok := f.liveSize()
+	if !ok {
+		return nil, fs.ErrClosed
+	}
+	return sizedInfo{FileInfo: f.info, size: size}, nil
+}
+
+// liveSize returns the bytes written, and false once the file is closed.
+func (f *writeFile) liveSize() (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, false
+	}
+	return f.w.Size(), true
+}
+
+// Fd returns the file's descriptor, opened with O_DIRECT where the
+// filesystem takes it.
+func (f *writeFile) Fd() uintptr { return f.w.Fd() }
+
+// Prefetch does nothing: Pebble never reads ahead a file it is writing.
+func (f *writeFile) Prefetch(int64, int64) error { return nil }
+
+// Read is not supported: Pebble reads what it wrote through Open.
+func (f *writeFile) Read([]byte) (int, error) {
+	return 0, errors.Wrapf(vfs.ErrUnsupported, "pebblefs: read from %s, open for writing", f.name)
+}
+
+// ReadAt reads what was written so far, including what the Writer still
+// holds in memory (it is synced first).
+func (f *writeFile) ReadAt(p []byte, off int64) (int, error) {
+	r, err := f.fs.openLive(f.name, f)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return r.ReadAt(p, off)
+}
+
+// WriteAt is not supported: fileio's Writer appends. Only files opened
+// with OpenReadWrite (vfs.Default's) take it.
+func (f *writeFile) WriteAt([]byte, int64) (int, error) {
+	return 0, errors.Wrapf(vfs.ErrUnsupported, "pebblefs: WriteAt on %s, an appending file", f.name)
+}
+
+// Close writes the tail, truncates the file to its logical size,
+// fdatasyncs and closes it.
+func (f *writeFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fs.ErrClosed
+	}
+	f.closed = true
+	f.fs.live.remove(f)
+	return f.w.Close()
+}
