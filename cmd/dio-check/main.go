@@ -5,7 +5,7 @@
 //
 //	dio-check [-json] [-require direct] DIR...
 //	dio-check bench [-buffers 8KiB,64KiB] [-depth 0] [-duration 1s] [-fio=true] [-json] [-runs 1] [-size 128MiB] [-value 100B] [-workload seq-no-delta,seq,read] DIR
-//	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] DIR
+//	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-lead 3] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] [-shape append] [-throttle 0] [-writers 1] DIR
 //	dio-check help [bench | pressure]
 //	dio-check -version
 //
