@@ -208,8 +208,8 @@ func newTempFiles() *tempFiles {
 	return &tempFiles{paths: map[string]struct{}{}, removers: map[string]func(){}, procs: map[*os.Process]struct{}{}}
 }
 
-// makeNewFunc is makeNew for a path that rm removes, rather than
-// os.RemoveAll: a cgroup, whose removal waits for its tasks to leave.
+// makeNewFunc tracks path and calls mk, which makes it and fails if it
+// exists, for a path that rm removes, rather than os.RemoveAll: a cgroup, whose removal waits for its tasks to leave.
 // path and rm are tracked under the lock mk runs under, so that a signal's
 // cleanup finds either nothing or both.
 func (t *tempFiles) makeNewFunc(path string, mk func() error, rm func()) error {
@@ -259,20 +259,6 @@ func (t *tempFiles) mkdirTemp(dir, prefix string) (string, error) {
 
 // Remove removes path and forgets it; it implements ingest.Tracker.
 func (t *tempFiles) Remove(path string) { t.remove(path) }
-
-// makeNew tracks path and calls mk, which makes it and fails if it exists,
-// under the lock. A path mk failed to make is forgotten, not removed: it
-// may not be ours.
-func (t *tempFiles) makeNew(path string, mk func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.paths[path] = struct{}{}
-	err := mk()
-	if err != nil {
-		delete(t.paths, path)
-	}
-	return err
-}
 
 func (t *tempFiles) remove(path string) {
 	t.mu.Lock()
