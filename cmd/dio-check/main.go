@@ -209,9 +209,11 @@ func newTempFiles() *tempFiles {
 }
 
 // makeNewFunc tracks path and calls mk, which makes it and fails if it
-// exists, for a path that rm removes, rather than os.RemoveAll: a cgroup, whose removal waits for its tasks to leave.
-// path and rm are tracked under the lock mk runs under, so that a signal's
-// cleanup finds either nothing or both.
+// exists, for a path that rm removes rather than os.RemoveAll: a cgroup,
+// whose removal waits for its tasks to leave. path and rm are tracked
+// under the lock mk runs under, so that a signal's cleanup finds either
+// nothing or both; a path mk failed to make is forgotten, not removed: it
+// may not be ours.
 func (t *tempFiles) makeNewFunc(path string, mk func() error, rm func()) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
