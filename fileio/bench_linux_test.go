@@ -30,21 +30,25 @@ import (
 const benchWriteSize = 64 << 20
 
 // BenchmarkWrite writes 64 MiB in records of one size and makes it
-// durable: fileio's Writer (Close truncates and fdatasyncs), and
-// bufio.Writer (64 KiB, the Writer's buffer size) over os.File, Flush
-// and fdatasync.
+// durable: fileio's Writer (Close truncates and fdatasyncs) with its
+// defaults and with 40 buffers (the ring then holds five merged writes,
+// four in flight while one fills), and bufio.Writer (64 KiB, the
+// Writer's buffer size) over os.File, Flush and fdatasync.
 func BenchmarkWrite(b *testing.B) {
 	dir := testenv.Dir(b)
 	for _, rec := range []int{100, 4 << 10, 64 << 10} {
 		p := content(1, rec)
-		for _, w := range []string{"fileio", "bufio+fdatasync"} {
+		for _, w := range []string{"fileio", "fileio-qd4", "bufio+fdatasync"} {
 			b.Run(fmt.Sprintf("record=%s/writer=%s", testenv.SizeName(rec), w), func(b *testing.B) {
 				b.SetBytes(benchWriteSize)
 				for i := 0; b.Loop(); i++ {
 					path := filepath.Join(dir, fmt.Sprint("w", i))
-					if w == "fileio" {
-						writeFileio(b, path, p)
-					} else {
+					switch w {
+					case "fileio":
+						writeFileio(b, path, p, nil)
+					case "fileio-qd4": // four merged 512 KiB writes in flight, not two
+						writeFileio(b, path, p, &fileio.Options{Buffers: 40})
+					default:
 						writeBufio(b, path, p)
 					}
 					os.Remove(path)
@@ -54,8 +58,8 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
-func writeFileio(b *testing.B, path string, p []byte) {
-	w, err := fileio.Create(path, nil)
+func writeFileio(b *testing.B, path string, p []byte, o *fileio.Options) {
+	w, err := fileio.Create(path, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +107,20 @@ var readBench struct {
 
 const readBenchSize = 1 << 30
 
+// benchFileEnv names a file the read benchmarks use, and make if it is
+// missing, instead of a temporary one: for runs that alternate
+// benchmarks in separate processes, side by side.
+const benchFileEnv = "FILEIO_BENCH_FILE"
+
 func benchFile(b *testing.B) string {
+	if path := os.Getenv(benchFileEnv); path != "" {
+		if st, err := os.Stat(path); err == nil && st.Size() == readBenchSize {
+			return path
+		}
+		os.Remove(path)
+		writeBenchFile(b, path)
+		return path
+	}
 	readBench.once.Do(func() {
 		root := os.Getenv(testenv.DirEnv)
 		readBench.dir, readBench.err = os.MkdirTemp(root, "fileio-bench-")
@@ -111,24 +128,29 @@ func benchFile(b *testing.B) string {
 			return
 		}
 		readBench.path = filepath.Join(readBench.dir, "read")
-		w, err := fileio.Create(readBench.path, nil)
-		if err != nil {
-			readBench.err = err
-			return
-		}
-		p := content(2, 1<<20)
-		for n := 0; n < readBenchSize; n += len(p) {
-			if _, err := w.Write(p); err != nil {
-				readBench.err = err
-				return
-			}
-		}
-		readBench.err = w.Close()
+		writeBenchFile(b, readBench.path)
 	})
 	if readBench.err != nil {
 		b.Fatal(readBench.err)
 	}
 	return readBench.path
+}
+
+// writeBenchFile writes the read benchmarks' file at path.
+func writeBenchFile(b *testing.B, path string) {
+	w, err := fileio.Create(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := content(2, 1<<20)
+	for n := 0; n < readBenchSize; n += len(p) {
+		if _, err := w.Write(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func TestMain(m *testing.M) {
@@ -209,24 +231,7 @@ func BenchmarkReadRandom(b *testing.B) {
 // reported as fio-MB/s.
 func BenchmarkReadSequential(b *testing.B) {
 	path := benchFile(b)
-	b.Run("reader=fileio", func(b *testing.B) {
-		b.SetBytes(readBenchSize)
-		r, err := fileio.Open(path, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		for b.Loop() {
-			s, err := r.NewSequential(0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.Copy(io.Discard, s); err != nil {
-				b.Fatal(err)
-			}
-			s.Close()
-		}
-	})
+	b.Run("reader=fileio", func(b *testing.B) { benchSequential(b, path, nil) })
 	b.Run("reader=os.File", func(b *testing.B) {
 		b.SetBytes(readBenchSize)
 		buf := make([]byte, 1<<20)
@@ -270,4 +275,24 @@ func BenchmarkReadSequential(b *testing.B) {
 		}
 		b.ReportMetric(bw/float64(b.N)/1e6, "fio-MB/s")
 	})
+}
+
+// benchSequential reads the file at path through a Sequential, with o.
+func benchSequential(b *testing.B, path string, o *fileio.Options) {
+	b.SetBytes(readBenchSize)
+	r, err := fileio.Open(path, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	for b.Loop() {
+		s, err := r.NewSequential(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, s); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
 }

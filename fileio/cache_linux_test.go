@@ -107,15 +107,17 @@ func TestDirectLeavesNoCache(t *testing.T) {
 	require.Equal(t, int64(len(want)), n)
 	require.NoError(t, s.Close())
 
-	switch fsName {
-	case "tmpfs":
+	if fsName == "tmpfs" {
 		t.Skip("tmpfs files live in the page cache: mincore says nothing there")
-	case "btrfs":
-		// btrfs's O_DIRECT falls back to buffered I/O for some writes
-		// (measured in dio-check's ingest rows): not checked there.
-		t.Skip("btrfs may cache direct writes")
 	}
 	n, offs := residentPages(t, path)
+	if n > 0 && fsName == "btrfs" {
+		// Measured on the matrix's btrfs (Linux 6.18): 1.8-3.9 MB of
+		// this 4.3 MB file stay cached; btrfs serves O_DIRECT writes
+		// through its page cache (dio-check's ingest rows show it too).
+		// The test says how much rather than fail.
+		t.Skipf("btrfs left %d bytes of %d in the page cache", n, len(want))
+	}
 	require.Zero(t, n, "bytes of the file left in the page cache on %s, pages at %v of %d", fsName, offs, len(want))
 
 	// The check can fail: a file written through the page cache shows.
