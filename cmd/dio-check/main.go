@@ -5,7 +5,7 @@
 //
 //	dio-check [-json] [-require direct] DIR...
 //	dio-check bench [-buffers 8KiB,64KiB] [-depth 0] [-duration 1s] [-fio=true] [-json] [-runs 1] [-size 128MiB] [-value 100B] [-workload seq-no-delta,seq,read] DIR
-//	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-lead 3] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] [-shape append] [-throttle 0] [-writers 1] DIR
+//	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-lead 3] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] [-shape append] [-throttle RATE] [-writers 1] DIR
 //	dio-check help [bench | pressure]
 //	dio-check -version
 //
@@ -208,12 +208,11 @@ func newTempFiles() *tempFiles {
 	return &tempFiles{paths: map[string]struct{}{}, removers: map[string]func(){}, procs: map[*os.Process]struct{}{}}
 }
 
-// makeNewFunc tracks path and calls mk, which makes it and fails if it
-// exists, for a path that rm removes rather than os.RemoveAll: a cgroup,
-// whose removal waits for its tasks to leave. path and rm are tracked
-// under the lock mk runs under, so that a signal's cleanup finds either
-// nothing or both; a path mk failed to make is forgotten, not removed: it
-// may not be ours.
+// makeNewFunc tracks path, and calls mk, which makes what rm removes (a
+// cgroup, whose removal waits for its tasks to leave; a loop device), all
+// under the lock, so that a signal's cleanup finds either nothing or both
+// the path and rm. What mk failed to make is forgotten, not removed: it
+// may not be ours, and mk cleans up after itself.
 func (t *tempFiles) makeNewFunc(path string, mk func() error, rm func()) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -172,8 +172,8 @@ const (
 type rateValue int64
 
 func (v *rateValue) String() string {
-	if *v == 0 {
-		return "0"
+	if v == nil || *v == 0 {
+		return "" // unset: the synopsis shows [-throttle RATE]
 	}
 	return sizeName(int64(*v)) + "/s"
 }
@@ -573,7 +573,11 @@ func (p *progress) done() {
 func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []PressureRow, details []rowDetail) {
 	fsName, _ := direct.Filesystem(c.dir)
 	fmt.Fprintf(w, "dio-check pressure: in a %s memory cgroup (v%d), a co-tenant reads a warm %s file at random, 4 KiB through the page cache,\n", sizeName(c.memory), v, sizeName(c.hot))
-	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine (%s, %d writers, started %d s ahead), %d s each", c.shape, c.writers, c.lead, c.seconds)
+	writers := "1 writer"
+	if c.writers != 1 {
+		writers = fmt.Sprintf("%d writers", c.writers)
+	}
+	fmt.Fprintf(w, "alone and beside an ingest of 8 KiB blobs per engine (%s, %s, started %d s ahead), %d s each", c.shape, writers, c.lead, c.seconds)
 	if c.rounds > 1 {
 		fmt.Fprintf(w, ", medians of %d interleaved rounds", c.rounds)
 	}

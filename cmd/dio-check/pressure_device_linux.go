@@ -60,7 +60,8 @@ func makeLoopDevice(dir string, size int64) (d *loopDevice, err error) {
 	// tables small.
 	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-N", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", d.dev).CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("mkfs.ext4 %s: %w: %s", d.dev, err, strings.TrimSpace(string(out)))
+		// One line: the reason is printed as pressure's exit-2 line.
+		return nil, fmt.Errorf("mkfs.ext4 %s: %w: %s", d.dev, err, strings.Join(strings.Fields(string(out)), " "))
 	}
 	if d.mnt, err = os.MkdirTemp(dir, ".dio-pressure-mnt-"); err != nil {
 		return nil, err

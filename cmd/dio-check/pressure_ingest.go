@@ -50,6 +50,7 @@ type ingestRun struct {
 	quit   atomic.Bool
 	start  time.Time
 	wg     sync.WaitGroup
+	made   []atomic.Int64 // files each writer created, for tests
 
 	mu    sync.Mutex // guards what follows, which the writers add to as they end
 	stats ingestStats
@@ -87,6 +88,7 @@ func startIngest(dir, engine string, o ingestOptions) (*ingestRun, error) {
 		r.roll = rollBytes
 	}
 	r.unit = min(compactUnit, r.roll/2)
+	r.made = make([]atomic.Int64, o.writers)
 	// Open every writer's first file before any writes, so that an
 	// engine this directory cannot run is known before the measurement.
 	first := make([]ingestFile, o.writers)
@@ -136,6 +138,7 @@ func (r *ingestRun) create(i, n int) (ingestFile, error) {
 		os.Remove(path)
 		return ingestFile{}, unavailable("got " + w.Mode().String())
 	}
+	r.made[i].Add(1)
 	return ingestFile{w, path}, nil
 }
 

@@ -33,20 +33,20 @@ func TestIngestShapes(t *testing.T) {
 				ents, err := os.ReadDir(dir)
 				require.NoError(t, err)
 				assert.Len(t, ents, writers, "a file per writer, opened before the writes")
-				// Each writer's file 2 is its third append file, or
-				// its second compaction's first.
-				third := make([]bool, writers)
-				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !allTrue(third); {
-					for i := range third {
-						if _, err := os.Stat(r.path(i, 2)); err == nil {
-							third[i] = true
-						}
-					}
+				// A third file is an append writer's second roll, a
+				// compact one's second round.
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !allMade(r, 3); {
 					time.Sleep(time.Millisecond)
+				}
+				made := make([]int64, writers)
+				for i := range made {
+					made[i] = r.made[i].Load()
 				}
 				st, err := r.stop(nil)
 				require.NoError(t, err)
-				assert.Equal(t, []bool{true, true, true}, third, "a writer never got to its file 2")
+				for i, n := range made {
+					assert.GreaterOrEqual(t, n, int64(3), "writer %d made %d files", i, n)
+				}
 				assert.Greater(t, st.bytes, int64(writers*roll/2), "the writers wrote less than a file each")
 				assert.EqualValues(t, st.bytes/valueSize, st.hist.n, "a latency per blob written")
 				assert.Positive(t, st.mibs())
@@ -57,9 +57,10 @@ func TestIngestShapes(t *testing.T) {
 	}
 }
 
-func allTrue(b []bool) bool {
-	for _, v := range b {
-		if !v {
+// allMade reports whether every writer of r has created n files.
+func allMade(r *ingestRun, n int64) bool {
+	for i := range r.made {
+		if r.made[i].Load() < n {
 			return false
 		}
 	}

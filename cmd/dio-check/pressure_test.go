@@ -186,6 +186,12 @@ func TestPrintPressure(t *testing.T) {
 	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100% +0%`, lines[4])
 	assert.Regexp(t, `cpu +- +- +- +680,000 +0.85 +1.2µs +3.5µs +1.00 +12µs +60µs +619MiB +100% +1%`, lines[5], "the cpu reference ingests nothing")
 	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3% +23%`, lines[6])
+
+	// The ingest's shape, and the throttled device, in the header.
+	out.Reset()
+	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: "/tmp", shape: shapeAppend, writers: 1, lead: 3,
+		device: "a 8.6GiB ext4 on /dev/loop3 (7:3) over img, writes throttled to 200MiB/s"}, 1, rows[:1], []rowDetail{{}})
+	assert.Contains(t, out.String(), "(append, 1 writer, started 3 s ahead), 10 s each, on a 8.6GiB ext4 on /dev/loop3 (7:3) over img, writes throttled to 200MiB/s, in /tmp (")
 }
 
 func TestPlotPressure(t *testing.T) {

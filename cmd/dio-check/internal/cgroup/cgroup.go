@@ -249,7 +249,7 @@ func New(fsys FS, r Roots, name string, limit int64) (*Cgroup, error) {
 		}
 		limitFile = "memory.max"
 	default:
-		c.root = under(root, r.SelfV1Memory)
+		c.root = own(fsys, root, r.SelfV1Memory)
 		limitFile = "memory.limit_in_bytes"
 	}
 	c.Dir = filepath.Join(c.root, name)
@@ -265,18 +265,24 @@ func New(fsys FS, r Roots, name string, limit int64) (*Cgroup, error) {
 	return c, nil
 }
 
-// under returns the cgroup self (a path in the hierarchy, "/" or empty
-// for its root) under the hierarchy mounted at root.
-func under(root, self string) string {
-	return filepath.Join(root, filepath.Clean("/"+self))
+// own returns the caller's cgroup self (a path in the hierarchy, "/" or
+// empty for its root) under the hierarchy mounted at root; the root
+// where that is not a cgroup here (a container's cgroup filesystem,
+// mounted from its own cgroup down, shows that cgroup as its root).
+func own(fsys FS, root, self string) string {
+	dir := filepath.Join(root, filepath.Clean("/"+self))
+	if _, err := fsys.ReadFile(filepath.Join(dir, "cgroup.procs")); err != nil {
+		return root
+	}
+	return dir
 }
 
 // v2Parent returns the cgroup to make the memory cgroup in (see New),
 // appending to enabled the directory whose subtree_control it enabled
 // memory in, if any.
 func v2Parent(fsys FS, root, self string, done *[]enabled) (string, error) {
-	own := under(root, self)
-	for dir := own; ; dir = filepath.Dir(dir) {
+	ownDir := own(fsys, root, self)
+	for dir := ownDir; ; dir = filepath.Dir(dir) {
 		if sub, err := fsys.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && hasWord(sub, "memory") {
 			return dir, nil
 		}
@@ -285,7 +291,7 @@ func v2Parent(fsys FS, root, self string, done *[]enabled) (string, error) {
 		}
 	}
 	var err error
-	for _, dir := range []string{own, root} {
+	for _, dir := range []string{ownDir, root} {
 		var e enabled
 		if e, err = enable(fsys, dir, "memory"); err == nil {
 			*done = append(*done, e)

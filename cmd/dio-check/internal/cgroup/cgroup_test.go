@@ -395,6 +395,13 @@ func TestV1UnderOwnCgroup(t *testing.T) {
 	require.NoError(t, c.Remove())
 	assert.NoDirExists(t, c.Dir)
 	assert.Equal(t, []int{7}, f.pids(filepath.Join(own, "cgroup.procs")), "Remove moves tasks to the parent")
+
+	// A container's view: its cgroup is the mount's root, and the path
+	// /proc/self/cgroup gives is not there.
+	c, err = New(f, Roots{V1Memory: f.root, SelfV1Memory: "/docker/0123"}, "dio-test", 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(f.root, "dio-test"), c.Dir)
+	require.NoError(t, c.Remove())
 }
 
 func TestParseSelf(t *testing.T) {
