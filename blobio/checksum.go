@@ -187,8 +187,8 @@ func (r *Reader) checked(stored []byte, c Compression) ([]byte, error) {
 
 // unseal checks the seal of the blob at s.pos, whose stored bytes p end at
 // end, and returns them without it. A mismatch on the last blob of a
-// Reader opened without Options.Size (nothing but zeros or the end of the
-// file after it) is a torn tail: unseal returns nil and no error, and the
+// Reader opened without Options.Size (nothing but zeros for tornZeros
+// bytes after it, or the end of the file) is a torn tail: unseal returns nil and no error, and the
 // scan ends there (see Torn).
 func (s *Scanner) unseal(p []byte, c Compression, end int64) ([]byte, error) {
 	body, err := unseal(p, c)
@@ -201,14 +201,34 @@ func (s *Scanner) unseal(p []byte, c Compression, end int64) ([]byte, error) {
 	if s.bounded {
 		return nil, err
 	}
-	if end < s.size {
-		next, nerr := s.bytes(end, 1)
-		if nerr != nil || next[0] != 0 {
-			return nil, err // blobs follow it: corruption, not a torn tail
-		}
+	if end < s.size && !s.zerosAt(end) {
+		return nil, err // blobs follow it: corruption, not a torn tail
 	}
 	s.torn = true
 	return nil, nil
+}
+
+// tornZeros is how far past a blob whose checksum fails a Scanner looks
+// for anything but zeros before it takes the blob for a torn tail: a
+// crash leaves zeros there (the Writer grows the file ahead by at least
+// a megabyte, and pads to the alignment), while a sector zeroed in the
+// middle of a file, a lost write, is followed by more blobs within a few
+// kilobytes, and is corruption to report, not an end to take quietly.
+const tornZeros = 64 << 10
+
+// zerosAt reports whether the file holds only zeros from off for
+// tornZeros bytes, or to its end.
+func (s *Scanner) zerosAt(off int64) bool {
+	b, err := s.bytes(off, int(min(s.size-off, tornZeros)))
+	if err != nil {
+		return false
+	}
+	for _, v := range b {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // tornTail reports, for a blob at s.pos that runs past the end of the
@@ -225,7 +245,8 @@ func (s *Scanner) tornTail() bool {
 // Torn reports whether the scan ended at a torn last blob, with Err() ==
 // nil: over a Reader opened with Options.Checksum and without Options.Size,
 // a last blob whose checksum fails and after which the file holds only
-// zeros, or which the end of the file cuts short, is the blob a crash
+// zeros (for 64 KiB, or to its end), or which the end of the file cuts
+// short, is the blob a crash
 // tore while it was being written, and ends the scan as the zeros after
 // the written data do. End then returns its offset. Anywhere else a
 // checksum that fails is an error matching ErrCorrupt. A service that

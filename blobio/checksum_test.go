@@ -318,6 +318,41 @@ func TestChecksumTornTail(t *testing.T) {
 	}
 }
 
+// TestChecksumLostSector: a sector zeroed in the middle of the file (a
+// lost write), with blobs after it, is corruption the Scanner reports, not
+// a torn tail it ends at quietly, even where the zeros cover the next
+// header.
+func TestChecksumLostSector(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "lost.blob")
+	w, err := blobio.Create(path, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	var offs []int64
+	for i := range 100 {
+		off, err := w.WriteBlob(content(i, 1000))
+		require.NoError(t, err)
+		offs = append(offs, off)
+	}
+	require.NoError(t, w.Close())
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	// 4 KiB of zeros from the middle of blob 20, over the next headers.
+	_, err = f.WriteAt(make([]byte, 4096), offs[20]+500)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	r, err := blobio.Open(path, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	defer r.Close()
+	s := blobio.NewScanner(r)
+	n := 0
+	for s.Scan() {
+		n++
+	}
+	assert.Equal(t, 20, n)
+	requireCorruptAt(t, s.Err(), offs[20], "a lost sector mid-file")
+	assert.False(t, s.Torn())
+}
+
 // TestChecksumLog: a Log over a checksummed Writer writes sealed blobs
 // from many goroutines.
 func TestChecksumLog(t *testing.T) {

@@ -66,7 +66,9 @@ const DefaultScanRead = 512 << 10
 // data, and after a crash its tail is unspecified). The scan then stops at
 // once, instead of reading a zero-filled tail back as millions of empty
 // blobs. Over a Reader opened with Options.Size, the scan ends at that size
-// and a 0x00 byte is an empty blob, as in files written by Neon.
+// and a 0x00 byte is an empty blob, as in files written by Neon. Over a
+// Reader opened with Options.Checksum, every blob's checksum is checked,
+// and without Options.Size a torn last blob ends the scan too (see Torn).
 func NewScanner(r *Reader) *Scanner { return NewScannerAt(r, 0) }
 
 // NewScannerAt returns a Scanner over r's blobs starting with the one at
