@@ -5,8 +5,8 @@ package pebblefs
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
