@@ -87,6 +87,9 @@ func (f *readFile) catchUp(end int64) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed.Load() { // Close ran meanwhile: open nothing it would not close
+		return fs.ErrClosed
+	}
 	if final {
 		f.live.Store(nil)
 	} else if size <= f.size {
