@@ -5,7 +5,7 @@
 //
 //	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
 //	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
-//	    [-cache 256MiB] [-memory 1GiB] [-json] DIR
+//	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-json] DIR
 //
 // The workloads are YCSB's core ones: load (insert every record, keys
 // hashed over the key space), A (50% reads, 50% updates), B (95/5), C
@@ -24,6 +24,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -52,6 +53,7 @@ type config struct {
 	records, ops       int
 	threads, value     int
 	cache, memory      int64
+	pebblefsCache      int64
 	json               bool
 	dir                string
 }
@@ -85,6 +87,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.threads, "threads", 4, "client goroutines")
 	fs.IntVar(&c.value, "value", 1024, "value size in bytes")
 	cache := fs.String("cache", "256MiB", "Pebble's block cache")
+	pcache := fs.String("pebblefs-cache", "", "pebblefs's block cache (default: -cache), to give it the memory vfs.Default spends on the page cache")
 	memory := fs.String("memory", "1GiB", "memory cgroup limit per engine (0: no cgroup)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
 	if err := fs.Parse(args); err != nil {
@@ -109,7 +112,7 @@ func parseFlags(args []string) (config, error) {
 	for _, v := range []struct {
 		s   string
 		dst *int64
-	}{{*cache, &c.cache}, {*memory, &c.memory}} {
+	}{{*cache, &c.cache}, {*memory, &c.memory}, {cmp.Or(*pcache, *cache), &c.pebblefsCache}} {
 		n, err := humanize.ParseBytes(v.s)
 		if err != nil {
 			return c, err
@@ -193,8 +196,8 @@ func runChild(c config, engine string) ([]result, error) {
 }
 
 func printTable(c config, all []result) {
-	fmt.Printf("%d records of %d B, %d ops per workload, %d threads, block cache %s, memory %s\n\n",
-		c.records, c.value, c.ops, c.threads, humanize.IBytes(uint64(c.cache)), humanize.IBytes(uint64(c.memory)))
+	fmt.Printf("%d records of %d B, %d ops per workload, %d threads, block cache %s (pebblefs %s), memory %s\n\n",
+		c.records, c.value, c.ops, c.threads, humanize.IBytes(uint64(c.cache)), humanize.IBytes(uint64(c.pebblefsCache)), humanize.IBytes(uint64(c.memory)))
 	by := map[string]result{}
 	for _, r := range all {
 		by[r.FS+"/"+r.Workload] = r
@@ -240,7 +243,11 @@ func child(c config, engine string) error {
 	case "pebblefs-stdfs":
 		fsys = pebblefs.New(&pebblefs.Options{IO: fallback.StdFS})
 	}
-	cache := pebble.NewCache(c.cache)
+	size := c.cache
+	if engine != "default" {
+		size = c.pebblefsCache
+	}
+	cache := pebble.NewCache(size)
 	defer cache.Unref()
 	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}})
 	if err != nil {
