@@ -26,7 +26,8 @@ var layers = []string{
 	"faults", // fault plans, which direct's files and queues consult
 	"fallback",
 	"internal/appender",
-	"fileio", // plain files of bytes: the appender's public face, and the Reader blobio reads through
+	"internal/unwrap", // what fileio's types are made of, for blobio
+	"fileio",          // plain files of bytes: the appender's public face, and the Reader blobio reads through
 	"blobio",
 	"ephemeral",
 	"pebblefs",                   // a nested module (Pebble stays out of dio's go.mod), layered all the same
@@ -93,7 +94,7 @@ func TestLayersCatches(t *testing.T) {
 	}
 	want := []string{
 		"blobio/b.go imports internal/testenv, which is test support",
-		"fallback/f_linux.go imports blobio, which is not below it (fallback is layer 3, blobio layer 6)",
+		"fallback/f_linux.go imports blobio, which is not below it (fallback is layer 3, blobio layer 7)",
 		"internal/ingest is in no layer: give it one in layers_test.go",
 	}
 	if !slices.Equal(problems, want) {
@@ -132,6 +133,13 @@ func checkLayers(root string) ([]string, error) {
 		}
 		rel = filepath.ToSlash(rel)
 		pkg := path.Dir(rel)
+		if pkg == "." {
+			// The root package is documentation (doc.go): which package
+			// to import. It imports nothing of the module, so that it
+			// pulls no layer into a program that names it.
+			problems = append(problems, rootImports(fset, p, module)...)
+			return nil
+		}
 		rank, support := layerOf(pkg)
 		if rank < 0 && !support {
 			if !misplaced[pkg] {
@@ -171,6 +179,25 @@ func checkLayers(root string) ([]string, error) {
 	})
 	slices.Sort(problems)
 	return problems, err
+}
+
+// rootImports returns a problem for every import of the module in p, a
+// file of the root package.
+func rootImports(fset *token.FileSet, p, module string) []string {
+	f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	for _, spec := range f.Imports {
+		if imp, _ := strconv.Unquote(spec.Path.Value); imp == module || strings.HasPrefix(imp, module+"/") {
+			problems = append(problems, fmt.Sprintf("%s imports %s: the root package is documentation and imports nothing of the module", filepath.Base(p), imp))
+		}
+	}
+	if len(f.Imports) > 0 && len(problems) == 0 {
+		problems = append(problems, filepath.Base(p)+": the root package is documentation and imports nothing")
+	}
+	return problems
 }
 
 // layerOf returns pkg's index in layers, or -1, and whether it is test

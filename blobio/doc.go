@@ -10,9 +10,12 @@
 // offset of its header. (Neon writes an empty blob with the 1-byte header
 // 0x00 and reads either; dio never writes a 0x00 header, see below.)
 //
-// A Writer fills one buffer while the previous ones are written, so the
-// caller waits for the device only when every buffer is in flight. A Reader
-// reads single blobs with aligned reads; a Scanner walks every blob in order
+// blobio is built on package fileio, which writes and reads plain files
+// of bytes; use fileio directly for a format of your own. A Writer frames
+// blobs into a fileio.Writer, which fills one buffer while the previous
+// ones are written, so the caller waits for the device only when every
+// buffer is in flight. A Reader reads single blobs with aligned reads
+// through a fileio.Reader's file; a Scanner walks every blob in order
 // with a read-ahead buffer in flight.
 //
 // # Crashes
@@ -38,7 +41,35 @@
 // see one records its sizes. To go on writing, OpenAppend(path, synced,
 // o) cuts the tail off and appends from the recorded size; a service that
 // finds corruption instead (a *CorruptError, whose Off says where) can
-// continue from there. A Writer is the only writer of its file:
+// continue from there (a Scanner's End says where its blobs end). A Writer is the only writer of its file:
 // Create fails if the file exists, and fsyncs the directory, so that a
 // new file whose Sync returned nil survives a power cut.
+//
+// # What the format detects
+//
+// Without checksums (the default, and Neon's format) a reader detects
+// only what breaks the framing: unknown compression bits in a header, a
+// blob running past the end of the file, zstd data that does not decode
+// (or whose frame checksum fails). A flipped payload byte comes back as
+// data, and ReadBlob at an offset inside a record reads a payload byte as
+// a header and returns whatever bytes follow, with a nil error: the
+// offsets a service keeps in its index are all that makes a read right.
+//
+// With Options.Checksum each blob ends in a CRC32C (Castagnoli, at many
+// GB/s with the CPU's instruction) of its header and stored bytes, inside
+// the blob, so the file is still a file of blobs to Neon's reader (an
+// uncompressed blob reads as its payload and 4 more bytes; a zstd one
+// still decodes to its payload, the CRC riding in a zstd skippable
+// frame). A Reader opened with Checksum checks every blob ReadBlob,
+// ReadBlobs and a Scanner return: a flipped bit anywhere in a blob, a
+// changed header, a read at an offset that is not a blob's, all fail
+// with an error matching ErrCorrupt (a *CorruptError naming the offset),
+// never as data, but for the one chance in 2^32 that random bytes carry
+// a matching CRC. After a crash a Scanner without Options.Size stops at a
+// torn last blob, as it stops at zeros, and says so (Scanner.Torn,
+// Scanner.End); with Options.Size a mismatch is always an error. Each
+// blob costs 4 bytes more (12 with zstd). Checksums do not find a blob
+// that is missing whole, such as a tail lost with a Sync that never ran:
+// only the size a service recorded (Writer.Synced) says what should be
+// there. A file is read with the Checksum it was written with.
 package blobio

@@ -71,8 +71,10 @@ func (fw *faultWriter) Finish(t *testing.T, errno syscall.Errno) {
 }
 
 // TestWriteFailure fails the n-th write or fdatasync with EIO or ENOSPC:
-// the error reaches the caller and stays, every blob covered by an earlier
-// successful Sync reads back, and the buffers go back to the pool.
+// the error reaches the caller and stays while its cause does, every blob
+// covered by an earlier successful Sync reads back, and the buffers go
+// back to the pool. When the cause passes (filetest.Recovering), the next
+// Sync succeeds and every blob WriteBlob acknowledged reads back.
 func TestWriteFailure(t *testing.T) {
 	filetest.FaultTest{
 		Open: func(t *testing.T, dir string, p fallback.Policy, plan *faults.Plan) (filetest.Writer, *aligned.Pool) {
@@ -86,7 +88,7 @@ func TestWriteFailure(t *testing.T) {
 		},
 		Appends:   5000,
 		SyncEvery: 40,
-	}.Run(t, filetest.Failures(direct.OpWrite, direct.OpSync))
+	}.Run(t, append(filetest.Failures(direct.OpWrite, direct.OpSync), filetest.Recovering(3, direct.OpWrite, direct.OpSync)...))
 }
 
 // TestTransientFaults makes writes and fdatasyncs hit EINTR, EAGAIN, short

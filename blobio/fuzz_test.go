@@ -39,6 +39,7 @@ func FuzzReader(f *testing.F) {
 				o.Size = int64(len(data))
 			}
 			fuzzOne(t, path, data, o)
+			fuzzSummed(t, path, data, o.Size)
 		}
 	})
 }

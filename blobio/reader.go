@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/fileio"
+	"github.com/dio-storage/dio/internal/unwrap"
 )
 
 // ErrOffset reports a blob offset outside the file.
@@ -95,7 +96,9 @@ const (
 // otherwise it reads the file's size, but a Scanner stops at the first 0x00
 // byte where a header is due (see NewScanner).
 type Reader struct {
-	f        fallback.File
+	fr *fileio.Reader // opens and closes the file, and serves ReadAt
+	f  fallback.File  // fr's, which ReadBlob, ReadBlobs and Scanners read with queues of their own
+
 	size     int64 // the logical size: Options.Size, or the file's size
 	bounded  bool  // Options.Size was given
 	align    int64 // offset alignment
@@ -103,6 +106,7 @@ type Reader struct {
 	memAl    int
 	scanSize int // the Scanner's read size: BufferSize, or DefaultScanRead if unset
 	uring    bool
+	sum      bool // Options.Checksum: every blob's seal is checked
 
 	small *bufPool // smallRead bytes
 	large *bufPool // MergeSize plus a block
@@ -140,27 +144,12 @@ func Open(path string, o *Options) (*Reader, error) {
 		return nil, fmt.Errorf("%w: Size %d, BufferSize %d", ErrInvalidOptions, o.Size, o.BufferSize)
 	}
 	opts := o.withDefaults()
-	f, err := open(path, os.O_RDONLY, 0, opts)
+	fr, err := fileio.Open(path, &fileio.Options{IO: opts.IO, Size: opts.Size, Faults: opts.Faults})
 	if err != nil {
-		return nil, err
+		return nil, invalidAsOurs(err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.IsDir() {
-		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("is a directory")}
-	}
-	size := st.Size()
-	if opts.Size > 0 {
-		if opts.Size > size {
-			f.Close()
-			return nil, fmt.Errorf("%w: Size %d is past the end of %s at %d: %w", ErrInvalidOptions, opts.Size, path, size, io.ErrUnexpectedEOF)
-		}
-		size = opts.Size
-	}
+	f := unwrap.File(fr)
+	size := fr.Size()
 	a := f.Alignment()
 	block := max(a.Block(), direct.MinAlignment)
 	scan := opts.BufferSize
@@ -169,6 +158,7 @@ func Open(path string, o *Options) (*Reader, error) {
 	}
 	memAl := max(a.Memory, direct.MinAlignment)
 	r := &Reader{
+		fr:       fr,
 		f:        f,
 		size:     size,
 		bounded:  opts.Size > 0,
@@ -177,6 +167,7 @@ func Open(path string, o *Options) (*Reader, error) {
 		memAl:    memAl,
 		scanSize: aligned.Up(scan, block),
 		uring:    f.Mode().Engine == direct.EngineURing,
+		sum:      opts.Checksum,
 		small:    newBufPool(smallBuffers, aligned.Up(smallRead, block), memAl),
 		large:    newBufPool(largeBuffers, aligned.Up(MergeSize, block)+block, memAl),
 		drained:  make(chan struct{}),
@@ -238,6 +229,9 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 		return dst[:0], blobError(off, err)
 	}
 	payload, c, big, err := r.blobIn(b, lo, r.valid(lo, n), off)
+	if err == nil {
+		payload, err = r.checked(payload, c)
+	}
 	if err == nil {
 		dst, err = r.dec.decode(payload, c, dst)
 	}
@@ -411,7 +405,7 @@ func (r *Reader) Close() error {
 	r.small.close()
 	r.large.close()
 	r.dec.close()
-	return r.f.Close()
+	return r.fr.Close()
 }
 
 // blobError names the blob at off in err: a corruption becomes a

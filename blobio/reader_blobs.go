@@ -65,7 +65,8 @@ type vectored struct {
 	fn    func(int, []byte) error
 	order []int // indices of offs, by offset
 	reads []mergedRead
-	q     direct.Queue // nil: reads run as goroutines calling ReadAt
+	q     direct.Queue     // nil: reads run as goroutines calling ReadAt
+	batch []direct.Request // reads staged for q, submitted together
 	done  chan direct.Completion
 	out   []byte // a decoded blob
 }
@@ -136,7 +137,26 @@ func (v *vectored) run() error {
 			v.finish(v.await())
 		}
 	}()
+	// Reads are staged as their buffers come and go to the queue together,
+	// with one io_uring_enter (direct.SubmitBatch); flush submits what is
+	// staged and gives back the buffers of reads it could not submit.
+	first := 0
+	flush := func() error {
+		k, err := v.flush(first, next)
+		if err != nil {
+			for j := first + k; j < next; j++ {
+				if r.pool(v.reads[j].hi-v.reads[j].lo) == r.large {
+					large--
+				}
+				v.unstage(j)
+				inflight--
+			}
+			return v.fail(first+k, err)
+		}
+		return nil
+	}
 	for {
+		first = next
 		for next < len(v.reads) && inflight < ReadDepth {
 			m := &v.reads[next]
 			pool := r.pool(m.hi - m.lo)
@@ -150,18 +170,20 @@ func (v *vectored) run() error {
 				break // the others' buffers come back as they complete
 			}
 			if err != nil {
+				if ferr := flush(); ferr != nil {
+					return ferr
+				}
 				return v.fail(next, err)
 			}
-			if err := v.submit(next); err != nil {
-				pool.put(m.b)
-				m.b = nil
-				return v.fail(next, err)
-			}
+			v.stage(next)
 			if pool == r.large {
 				large++
 			}
 			next++
 			inflight++
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 		if inflight == 0 {
 			return nil
@@ -187,23 +209,40 @@ func (v *vectored) run() error {
 	}
 }
 
-// submit starts read k.
-func (v *vectored) submit(k int) error {
+// stage readies read k: on a queue it joins the batch flush submits; on
+// the pwrite engine it starts at once, as a goroutine calling ReadAt.
+func (v *vectored) stage(k int) {
 	m := &v.reads[k]
 	p := m.b.buf.Bytes()[:m.hi-m.lo]
 	v.r.busy.Add(1)
 	if v.q != nil {
-		err := v.q.Submit(direct.Request{Op: direct.OpRead, Buf: p, Off: m.lo, Token: uint64(k), Done: v.done})
-		if err != nil {
-			v.r.busy.Add(-1)
-		}
-		return err
+		v.batch = append(v.batch, direct.Request{Op: direct.OpRead, Buf: p, Off: m.lo, Token: uint64(k), Done: v.done})
+		return
 	}
 	go func() {
 		n, err := v.r.f.ReadAt(p, m.lo)
 		v.done <- direct.Completion{Token: uint64(k), Op: direct.OpRead, N: n, Err: err}
 	}()
-	return nil
+}
+
+// flush submits the reads staged since read first, up to next, and
+// returns how many of them the queue accepted.
+func (v *vectored) flush(first, next int) (int, error) {
+	if v.q == nil || len(v.batch) == 0 {
+		return next - first, nil
+	}
+	k, err := direct.SubmitBatch(v.q, v.batch)
+	clear(v.batch) // drop the buffers' references
+	v.batch = v.batch[:0]
+	return k, err
+}
+
+// unstage gives back the buffer of read k, staged and not submitted.
+func (v *vectored) unstage(k int) {
+	m := &v.reads[k]
+	v.r.busy.Add(-1)
+	v.r.pool(m.hi - m.lo).put(m.b)
+	m.b = nil
 }
 
 func (v *vectored) await() direct.Completion {
@@ -239,6 +278,9 @@ func (v *vectored) deliver(c direct.Completion) error {
 	for _, i := range v.order[m.first:m.last] {
 		off := v.offs[i]
 		payload, comp, big, err := r.blobIn(m.b, m.lo, valid, off)
+		if err == nil {
+			payload, err = r.checked(payload, comp)
+		}
 		blob := payload
 		if err == nil && comp != None {
 			v.out, err = r.dec.decode(payload, comp, v.out)

@@ -27,6 +27,8 @@ type Scanner struct {
 	start    int64 // offset of the first blob
 	size     int64 // where the blobs end
 	bounded  bool  // size is a logical size: a 0x00 byte is an empty blob
+	sum      bool  // the Reader checks seals (Options.Checksum)
+	torn     bool  // the scan ended at a torn last blob (see Torn)
 	readSize int   // bytes per read
 	memAl    int   // the buffers' memory alignment
 	offAl    int64 // the reads' offset alignment
@@ -73,7 +75,7 @@ func NewScanner(r *Reader) *Scanner { return NewScannerAt(r, 0) }
 func NewScannerAt(r *Reader, off int64) *Scanner {
 	s := &Scanner{
 		r: r, done: make(chan direct.Completion, 2),
-		start: off, pos: off, size: r.size, bounded: r.bounded,
+		start: off, pos: off, size: r.size, bounded: r.bounded, sum: r.sum,
 		readSize: r.scanSize, memAl: r.memAl, offAl: r.align, dec: &r.dec,
 	}
 	if off < 0 || off > r.size {
@@ -242,6 +244,9 @@ func (s *Scanner) next() (bool, error) {
 	if first[0] > shortMax {
 		hs = MaxHeaderSize
 		if s.pos+int64(hs) > s.size {
+			if s.tornTail() {
+				return false, nil
+			}
 			return false, io.ErrUnexpectedEOF
 		}
 	}
@@ -254,6 +259,9 @@ func (s *Scanner) next() (bool, error) {
 		return false, err
 	}
 	if s.pos+int64(hs)+int64(n) > s.size {
+		if s.tornTail() {
+			return false, nil
+		}
 		return false, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, s.size, io.ErrUnexpectedEOF)
 	}
 	var p []byte
@@ -261,6 +269,11 @@ func (s *Scanner) next() (bool, error) {
 		// An empty payload needs no bytes: asking for them at the end of
 		// the file would read past it (issue 12, item 3).
 		if p, err = s.bytes(s.pos+int64(hs), n); err != nil {
+			return false, err
+		}
+	}
+	if s.sum {
+		if p, err = s.unseal(p, c, s.pos+int64(hs)+int64(n)); err != nil || p == nil {
 			return false, err
 		}
 	}

@@ -2,17 +2,19 @@ package blobio
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/fileio"
 	"github.com/dio-storage/dio/internal/appender"
+	"github.com/dio-storage/dio/internal/unwrap"
 )
 
 // Options configure a Writer or Reader. A nil *Options means defaults.
@@ -49,6 +51,14 @@ type Options struct {
 	// context.Background().
 	Context context.Context
 
+	// Retry, when set, makes the writer retry a write or fdatasync that
+	// failed with ENOSPC, EDQUOT or EIO, waiting with backoff, until the
+	// policy's Context ends, telling OnRetry of each failure instead of
+	// returning it (Neon's BufferedWriter does the same). nil: the call
+	// returns the failure, holds on to every byte it acknowledged, and
+	// the next call writes them again (see Failures in the package doc).
+	Retry *RetryPolicy
+
 	// Faults injects I/O errors into the file's system calls, for tests
 	// (see package faults): a Writer's and a Reader's alike.
 	Faults direct.Injector
@@ -58,6 +68,13 @@ type Options struct {
 	// Writer.Synced) before a crash left an unspecified tail past it.
 	// 0 means the file's size.
 	Size int64
+
+	// Checksum makes a Writer end each blob with a CRC32C of its header
+	// and stored bytes, inside the blob (see Checksums in the package
+	// doc), and a Reader check it on every blob it returns: a mismatch
+	// is an error matching ErrCorrupt, never data. A file is read with
+	// the Checksum it was written with; OpenAppend must be given it too.
+	Checksum bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -72,7 +89,9 @@ func (o *Options) withDefaults() Options {
 }
 
 // A Writer appends blobs to a new file (Create) or to an existing one
-// (OpenAppend). It is not safe for concurrent use.
+// (OpenAppend), through a fileio.Writer: it frames each blob and writes
+// header and payload into the fileio.Writer's buffers. It is not safe for
+// concurrent use.
 //
 // Close is owed: a Writer dropped without it is released by a cleanup when
 // the garbage collector finds it unreachable, as an os.File is (its
@@ -82,36 +101,27 @@ func (o *Options) withDefaults() Options {
 // in zeros grown ahead of the writes, or in a partial block. Only what
 // the last Sync made durable (Synced) is sure to be there.
 type Writer struct {
-	ap      *appender.Appender
-	mode    fallback.Mode
+	fw      *fileio.Writer
+	ap      *appender.Appender // fw's: blobs are framed straight into it
 	comp    Compression
 	enc     *zstd.Encoder
 	zbuf    []byte // reused compression output
 	hdr     [MaxHeaderSize]byte
+	sum     bool                           // Options.Checksum
+	seal    [zstdSkipHeader + crcSize]byte // a large blob's seal
+	sealed  []byte                         // a small blob's stored bytes and seal, reused
 	closed  bool
-	cleanup runtime.Cleanup // releases an unclosed Writer's resources; stopped by Close
+	cleanup runtime.Cleanup // closes an unclosed Writer's encoder; stopped by Close
 }
 
-// writerResources are what an unclosed Writer's cleanup releases. They do
-// not refer to the Writer, or it would never be unreachable.
-type writerResources struct {
-	ap  *appender.Appender
-	enc *zstd.Encoder
-}
-
-// release frees, without writing or syncing anything, what a Writer
-// dropped without Close holds: Discard awaits the writes in flight, then
-// closes the file and gives the buffers back.
-func (r writerResources) release() {
-	if r.enc != nil {
-		r.enc.Close()
-	}
-	r.ap.Discard()
-}
-
-// armCleanup attaches the safety net to a Writer about to be returned.
+// armCleanup attaches the safety net to a Writer about to be returned:
+// the fileio.Writer has its own, which releases the file and buffers
+// without writing or syncing anything; this one closes the encoder. It
+// does not refer to the Writer, or the Writer would never be unreachable.
 func (w *Writer) armCleanup() *Writer {
-	w.cleanup = runtime.AddCleanup(w, writerResources.release, writerResources{ap: w.ap, enc: w.enc})
+	if w.enc != nil {
+		w.cleanup = runtime.AddCleanup(w, func(e *zstd.Encoder) { e.Close() }, w.enc)
+	}
 	return w
 }
 
@@ -127,30 +137,20 @@ func Create(path string, o *Options) (*Writer, error) {
 // create is Create with the directory's fsync as a parameter, for a test
 // to count.
 func create(path string, o *Options, dirSync func(dir string) error) (*Writer, error) {
-	opts, ao, err := writerOptions(o)
+	opts, fo, err := writerOptions(o)
 	if err != nil {
 		return nil, err
 	}
-	f, err := open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts)
+	w, err := newWriter(opts)
 	if err != nil {
 		return nil, err
 	}
-	ap, err := appender.New(f, ao)
+	fw, err := unwrap.Create(path, &fo, dirSync)
 	if err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
+		w.closeEncoder()
+		return nil, invalidAsOurs(err)
 	}
-	w, err := newWriter(f, ap, opts)
-	if err == nil {
-		err = dirSync(filepath.Dir(path))
-	}
-	if err != nil {
-		ap.Discard()
-		os.Remove(path)
-		return nil, err
-	}
-	return w.armCleanup(), nil
+	return w.on(fw.(*fileio.Writer)), nil
 }
 
 // OpenAppend opens the blob file at path to append to it from logical
@@ -165,32 +165,28 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 // missing file, one matching fs.ErrNotExist. Options are those of Create
 // (Options.Size is ignored).
 func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
-	opts, ao, err := writerOptions(o)
+	opts, fo, err := writerOptions(o)
 	if err != nil {
 		return nil, err
 	}
 	if size < 0 {
 		return nil, fmt.Errorf("%w: size %d is negative", ErrInvalidOptions, size)
 	}
-	f, err := open(path, os.O_RDWR, 0, opts)
+	w, err := newWriter(opts)
 	if err != nil {
 		return nil, err
 	}
-	ap, err := appender.Resume(f, size, ao)
+	fw, err := fileio.OpenAppend(path, size, &fo)
 	if err != nil {
-		f.Close()
-		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
+		w.closeEncoder()
+		return nil, invalidAsOurs(err)
 	}
-	w, err := newWriter(f, ap, opts)
-	if err != nil {
-		ap.Discard()
-		return nil, err
-	}
-	return w.armCleanup(), nil
+	return w.on(fw), nil
 }
 
-func newWriter(f fallback.File, ap *appender.Appender, opts Options) (*Writer, error) {
-	w := &Writer{ap: ap, mode: f.Mode(), comp: opts.Compression}
+// newWriter returns a Writer with its encoder, not yet on a file.
+func newWriter(opts Options) (*Writer, error) {
+	w := &Writer{comp: opts.Compression, sum: opts.Checksum}
 	if w.comp == Zstd {
 		var err error
 		if w.enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1)); err != nil {
@@ -200,28 +196,52 @@ func newWriter(f fallback.File, ap *appender.Appender, opts Options) (*Writer, e
 	return w, nil
 }
 
-// writerOptions returns o (nil: defaults) and the appender's Options it
+// on puts w on fw and arms its cleanup.
+func (w *Writer) on(fw *fileio.Writer) *Writer {
+	w.fw, w.ap = fw, unwrap.Appender(fw)
+	return w.armCleanup()
+}
+
+func (w *Writer) closeEncoder() {
+	if w.enc != nil {
+		w.enc.Close()
+	}
+}
+
+// writerOptions returns o (nil: defaults) and the fileio Options it
 // makes, refusing them before any file is created, for Create and
 // OpenAppend alike.
-func writerOptions(o *Options) (Options, appender.Options, error) {
+func writerOptions(o *Options) (Options, fileio.Options, error) {
 	var opts Options
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context}
-	return opts, ao, validate(opts, ao)
+	fo := fileio.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, IO: opts.IO, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Faults: opts.Faults, Retry: opts.Retry}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Retry: opts.Retry}
+	return opts, fo, validate(opts, ao)
 }
 
-// open opens path by o.IO for a Writer or Reader, its I/O through
-// o.Faults when set: the file carries the injector, so every read, write
-// and fdatasync on it, and on every queue made from it, meets the faults.
-func open(path string, flag int, perm os.FileMode, o Options) (fallback.File, error) {
-	f, err := fallback.Open(path, flag, perm, o.IO)
-	if err != nil || o.Faults == nil {
-		return f, err
+// invalidAsOurs rewords an error of fileio's matching
+// fileio.ErrInvalidOptions (a Pool that does not fit the file, a size
+// past its end) as blobio's own, still matching what else it wrapped
+// (io.ErrUnexpectedEOF); any other error is returned as it is.
+func invalidAsOurs(err error) error {
+	if !errors.Is(err, fileio.ErrInvalidOptions) {
+		return err
 	}
-	return fallback.WithFaults(f, o.Faults), nil
+	return &invalidError{err}
 }
+
+// invalidError is a fileio error matching ErrInvalidOptions, in blobio's
+// words.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string {
+	return "blobio: invalid options: " + strings.TrimPrefix(e.err.Error(), "fileio: invalid options: ")
+}
+
+func (e *invalidError) Is(target error) bool { return target == ErrInvalidOptions }
+func (e *invalidError) Unwrap() error        { return e.err }
 
 // validate refuses Options before any file is created.
 func validate(o Options, ao appender.Options) error {
@@ -235,7 +255,7 @@ func validate(o Options, ao appender.Options) error {
 }
 
 // Mode reports the I/O path the writer uses.
-func (w *Writer) Mode() fallback.Mode { return w.mode }
+func (w *Writer) Mode() fallback.Mode { return w.fw.Mode() }
 
 // Size returns the logical size of the file: the offset of the next blob.
 func (w *Writer) Size() int64 { return w.ap.Size() }
@@ -258,23 +278,27 @@ func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 	if err := w.ap.Err(); err != nil {
 		return 0, err
 	}
-	if len(p) > MaxBlobSize {
-		return 0, fmt.Errorf("%w: %d bytes, at most %d", ErrBlobTooLarge, len(p), MaxBlobSize)
+	if len(p) > w.maxPayload() {
+		return 0, fmt.Errorf("%w: %d bytes, at most %d", ErrBlobTooLarge, len(p), w.maxPayload())
 	}
 	data, c := p, None
 	if w.comp == Zstd && len(p) >= minCompressedSize {
 		w.zbuf = w.enc.EncodeAll(p, w.zbuf[:0])
-		if len(w.zbuf) < len(p) {
+		if w.storedLen(len(w.zbuf), Zstd) < w.storedLen(len(p), None) {
 			data, c = w.zbuf, Zstd
 		}
 	}
-	hdr, err := AppendHeader(w.hdr[:0], len(data), c)
+	hdr, err := AppendHeader(w.hdr[:0], w.storedLen(len(data), c), c)
 	if err != nil {
 		return 0, err
 	}
-	off, err = w.ap.WriteRecord(hdr, data)
-	// w must outlive the appender's work: its cleanup releases the
-	// appender once w is unreachable, which could be mid-call.
+	if w.sum {
+		off, err = w.writeSealed(hdr, data, c)
+	} else {
+		off, err = w.ap.WriteRecord(hdr, data)
+	}
+	// w must outlive the appender's work: fw's cleanup releases the
+	// appender once w, and so fw, is unreachable, which could be mid-call.
 	runtime.KeepAlive(w)
 	return off, err
 }
@@ -289,7 +313,7 @@ func (w *Writer) Sync() error {
 	if w.closed {
 		return ErrClosed
 	}
-	err := w.ap.Sync()
+	err := w.fw.Sync()
 	runtime.KeepAlive(w) // as in WriteBlob
 	return err
 }
@@ -305,8 +329,10 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	w.cleanup.Stop()
-	if w.enc != nil {
-		w.enc.Close()
-	}
-	return w.ap.Close()
+	w.closeEncoder()
+	return w.fw.Close()
 }
+
+// RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
+// EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.
+type RetryPolicy = fileio.RetryPolicy

@@ -55,7 +55,7 @@ func (l *Log) commit(end int64) error {
 		return ErrClosed
 	}
 	ap := l.w.ap
-	err := ap.Flush()
+	err := ap.FlushKeep()
 	size := ap.Size()
 	l.mu.Unlock()
 	if err != nil {

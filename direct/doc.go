@@ -27,7 +27,8 @@
 // blocked in io_uring_enter while few goroutines wait, parked in Go's
 // poller on the ring's descriptor while more wait than Ps run (a thread
 // blocked in the kernel holds a P the goroutines it wakes need).
-// Submitters enter the kernel side by side, not one after another.
+// Submitters enter the kernel side by side, not one after another, and
+// SubmitBatch gets many requests in with one io_uring_enter.
 // Each queue counts its own requests under the ring's lock and Close waits
 // for those only, so Close returns whatever races it; every accepted
 // request gets exactly one Completion with its Token, also when its ring

@@ -134,3 +134,54 @@ func ExampleQueue() {
 	// all written: true
 	// <nil> block 2
 }
+
+func ExampleSubmitBatch() {
+	dir, err := os.MkdirTemp("", "direct-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+
+	f, err := openDirect(filepath.Join(dir, "data"))
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	q, err := f.NewQueue(&direct.QueueOptions{Depth: 8})
+	if err != nil {
+		panic(err)
+	}
+	defer q.Close()
+
+	block := aligned.Up(direct.DefaultAlignment, f.Alignment().Block())
+	const blocks = 8
+	buf, err := aligned.New(blocks*block, f.Alignment().Memory)
+	if err != nil {
+		panic(err)
+	}
+	defer buf.Free()
+
+	// Eight writes, into the kernel together: one io_uring_enter on the
+	// io_uring engine, where eight Submits would make eight.
+	done := make(chan direct.Completion, blocks)
+	rs := make([]direct.Request, blocks)
+	for i := range rs {
+		b := buf.Bytes()[i*block : (i+1)*block]
+		copy(b, fmt.Sprintf("block %d", i))
+		rs[i] = direct.Request{Op: direct.OpWrite, Buf: b, Off: int64(i * block), Token: uint64(i), Done: done}
+	}
+	n, err := direct.SubmitBatch(q, rs)
+	if err != nil {
+		// rs[:n] were accepted and complete below; rs[n:] were not.
+		fmt.Println("stopped at", n, err)
+	}
+	written := 0
+	for range n {
+		if c := q.Await(done); c.Err == nil {
+			written++
+		}
+	}
+	fmt.Println("written:", written)
+	// Output:
+	// written: 8
+}

@@ -78,7 +78,8 @@ type Completion struct {
 // ring, descriptor or goroutine; the pwrite engine runs Depth worker
 // goroutines. Close never hangs, whatever races it, and every request that
 // Submit accepted gets exactly one Completion, with its Token, on its
-// Done channel, also when the queue is closed or its ring breaks.
+// Done channel, also when the queue is closed or its ring breaks. A
+// caller with many requests at once hands them over with SubmitBatch.
 type Queue interface {
 	// Submit hands r to the queue, waiting (and reaping) while Depth
 	// requests are in flight. A request that breaks the queue's alignment fails at once with

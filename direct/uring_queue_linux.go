@@ -63,12 +63,8 @@ func (q *uringQueue) Engine() EngineKind { return EngineURing }
 // (closed queue, broken ring, closed file, failed submission) leaves
 // nothing counted that Close would wait for.
 func (q *uringQueue) Submit(r Request) error {
-	if err := q.x.validate(r); err != nil {
+	if err := q.check(r); err != nil {
 		return err
-	}
-	if uint64(len(r.Buf)) > maxURingLen {
-		return fmt.Errorf("direct: %v of %d bytes: %w: an io_uring request takes at most %d bytes (the SQE's 32-bit length)",
-			r.Op, len(r.Buf), ErrTooLarge, uint64(maxURingLen))
 	}
 	u := q.u
 	u.mu.Lock()

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 // The process's rings.
@@ -281,25 +280,7 @@ func (u *uring) unpark() {
 func (u *uring) push(fd uintptr) {
 	i := u.cur
 	op := &u.ops[i]
-	s := sqe{fd: int32(fd), userData: uint64(i)}
-	switch op.req.Op {
-	case OpWrite, OpRead:
-		s.opcode = ioringOpWrite
-		if op.req.Op == OpRead {
-			s.opcode = ioringOpRead
-		} else {
-			s.opFlags = uint32(op.q.x.writeFlags)
-		}
-		rest := op.req.Buf[op.done:]
-		if len(rest) > 0 {
-			s.addr = uint64(uintptr(unsafe.Pointer(&rest[0])))
-		}
-		s.len = uint32(len(rest)) // Submit refused anything longer than maxURingLen
-		s.off = uint64(op.req.Off) + uint64(op.done)
-	case OpSync:
-		s.opcode = ioringOpFsync
-		s.opFlags = ioringFsyncDatasync
-	}
+	s := u.sqeFor(i, fd)
 	if !u.r.push(&s) {
 		// Cannot happen: the SQ has a slot for every op and the NOP.
 		u.curErr = errSQFull

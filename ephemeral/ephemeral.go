@@ -38,6 +38,14 @@ type Options struct {
 	// exceed it. Its buffer size overrides BufferSize.
 	Pool *aligned.Pool
 
+	// Retry, when set, makes the writer retry a write or fdatasync that
+	// failed with ENOSPC, EDQUOT or EIO, waiting with backoff, until the
+	// policy's Context ends, telling OnRetry of each failure instead of
+	// returning it (Neon's BufferedWriter does the same). nil: the call
+	// returns the failure, holds on to every byte it acknowledged, and
+	// the next call writes them again (see Failures in the package doc).
+	Retry *RetryPolicy
+
 	// Faults injects I/O errors into the file's engine, for tests (see
 	// package faults): into its writes and its reads alike.
 	Faults direct.Injector
@@ -221,7 +229,7 @@ func Create(dir string, o *Options) (*File, error) {
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Context: opts.Context}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Context: opts.Context, Retry: opts.Retry}
 	if err := opts.validate(ao); err != nil {
 		return nil, err
 	}
@@ -755,3 +763,7 @@ func blobError(off int64, err error) error {
 	}
 	return fmt.Errorf("ephemeral: blob at %d: %w", off, err)
 }
+
+// RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
+// EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.
+type RetryPolicy = appender.RetryPolicy

@@ -51,9 +51,10 @@ func (ff *faultFile) Finish(t *testing.T, errno syscall.Errno) {
 	t.Logf("%d bytes acknowledged and read back", len(ff.mirror))
 }
 
-// TestWriteFailure fails the n-th write with EIO or ENOSPC: the error is
-// sticky, every byte appended before it still reads back, and the buffers
-// go back to the pool.
+// TestWriteFailure fails the n-th write with EIO or ENOSPC: the error
+// stays while its cause does, every byte appended before it still reads
+// back, and the buffers go back to the pool; when the cause passes,
+// writing goes on and every byte Write counted reads back.
 func TestWriteFailure(t *testing.T) {
 	filetest.FaultTest{
 		Open: func(t *testing.T, dir string, p fallback.Policy, plan *faults.Plan) (filetest.Writer, *aligned.Pool) {
@@ -65,7 +66,7 @@ func TestWriteFailure(t *testing.T) {
 			return &faultFile{f: f, data: func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 100) }}, pool
 		},
 		Appends: 10000,
-	}.Run(t, filetest.Failures(direct.OpWrite))
+	}.Run(t, append(filetest.Failures(direct.OpWrite), filetest.Recovering(3, direct.OpWrite)...))
 }
 
 // TestTransientFaults: retries and resumed short transfers of the writes

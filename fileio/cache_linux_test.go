@@ -40,6 +40,12 @@ func fdFlags(t *testing.T, fd uintptr) int {
 // resident returns how many bytes of the file at path sit in the page
 // cache: mincore over a mapping, which faults nothing in.
 func resident(t *testing.T, path string) int64 {
+	n, _ := residentPages(t, path)
+	return n
+}
+
+// residentPages is resident, and the offsets of the pages.
+func residentPages(t *testing.T, path string) (int64, []int64) {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
@@ -47,7 +53,7 @@ func resident(t *testing.T, path string) int64 {
 	st, err := f.Stat()
 	require.NoError(t, err)
 	if st.Size() == 0 {
-		return 0
+		return 0, nil
 	}
 	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
 	require.NoError(t, err)
@@ -56,11 +62,13 @@ func resident(t *testing.T, path string) int64 {
 	vec := make([]byte, (st.Size()+page-1)/page)
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
 	require.Zero(t, errno, "mincore")
-	var pages int64
-	for _, v := range vec {
-		pages += int64(v & 1)
+	var offs []int64
+	for i, v := range vec {
+		if v&1 != 0 {
+			offs = append(offs, int64(i)*page)
+		}
 	}
-	return pages * page
+	return int64(len(offs)) * page, offs
 }
 
 // TestDirectLeavesNoCache: where the filesystem takes O_DIRECT, the
@@ -99,15 +107,18 @@ func TestDirectLeavesNoCache(t *testing.T) {
 	require.Equal(t, int64(len(want)), n)
 	require.NoError(t, s.Close())
 
-	switch fsName {
-	case "tmpfs":
+	if fsName == "tmpfs" {
 		t.Skip("tmpfs files live in the page cache: mincore says nothing there")
-	case "btrfs":
-		// btrfs's O_DIRECT falls back to buffered I/O for some writes
-		// (measured in dio-check's ingest rows): not checked there.
-		t.Skip("btrfs may cache direct writes")
 	}
-	require.Zero(t, resident(t, path), "bytes of the file left in the page cache on %s", fsName)
+	n, offs := residentPages(t, path)
+	if n > 0 && fsName == "btrfs" {
+		// Measured on the matrix's btrfs (Linux 6.18): 1.8-3.9 MB of
+		// this 4.3 MB file stay cached; btrfs serves O_DIRECT writes
+		// through its page cache (dio-check's ingest rows show it too).
+		// The test says how much rather than fail.
+		t.Skipf("btrfs left %d bytes of %d in the page cache", n, len(want))
+	}
+	require.Zero(t, n, "bytes of the file left in the page cache on %s, pages at %v of %d", fsName, offs, len(want))
 
 	// The check can fail: a file written through the page cache shows.
 	control := filepath.Join(dir, "control")

@@ -63,7 +63,18 @@ type Options struct {
 	// Faults injects I/O errors into the file's system calls, for tests
 	// (see package faults): a Writer's and a Reader's alike.
 	Faults direct.Injector
+
+	// Retry, when set, makes a Writer retry a write or fdatasync that
+	// failed with ENOSPC, EDQUOT or EIO, with backoff, until the
+	// policy's Context ends, telling OnRetry of each failure instead of
+	// returning it. nil: the failure is returned, and the Writer keeps
+	// every byte it acknowledged for a later Sync to write again.
+	Retry *RetryPolicy
 }
+
+// RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
+// EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.
+type RetryPolicy = appender.RetryPolicy
 
 // DefaultReadAhead is how far a Sequential reads ahead by default:
 // RocksDB's compaction_readahead_size, 2 MiB, in reads of up to
@@ -93,7 +104,7 @@ func (o Options) validate() error {
 
 // appender returns the appender's Options o makes.
 func (o Options) appender() appender.Options {
-	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context}
+	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context, Retry: o.Retry}
 }
 
 // open opens path by o.IO, its I/O through o.Faults when set: the file

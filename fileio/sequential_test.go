@@ -140,9 +140,16 @@ func TestSequentialReadAt(t *testing.T) {
 			_, err := s.ReadAt(foot, int64(len(want)-100))
 			require.NoError(t, err)
 			require.Equal(t, want[len(want)-100:], foot)
-			reads := c.take()
-			require.Len(t, reads, 1, "a ReadAt out of order is one read of its own")
-			require.LessOrEqual(t, reads[0][1], int64(4096), "and no read-ahead")
+			// The window's reads may still be on their way to the
+			// device (io_uring's workers): count those near the footer.
+			var near [][2]int64
+			for _, rd := range c.take() {
+				if rd[0] >= int64(len(want)-1<<20) {
+					near = append(near, rd)
+				}
+			}
+			require.Len(t, near, 1, "a ReadAt out of order is one read of its own")
+			require.LessOrEqual(t, near[0][1], int64(4096), "and no read-ahead")
 		}
 	}
 	reads := c.take()

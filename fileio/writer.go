@@ -49,7 +49,7 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 	if err != nil {
 		return nil, err
 	}
-	ap, err := appender.New(f, opts.appender())
+	ap, err := appender.New(newTruncFile(f), opts.appender())
 	if err != nil {
 		f.Close()
 		os.Remove(path)
@@ -85,7 +85,7 @@ func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ap, err := appender.Resume(f, size, opts.appender())
+	ap, err := appender.Resume(newTruncFile(f), size, opts.appender())
 	if err != nil {
 		f.Close()
 		return nil, appender.WrapInvalid(err, ErrInvalidOptions)

@@ -37,6 +37,26 @@ type BenchResult struct {
 	Batch   int     `json:"batch,omitempty"`
 	Reads   int64   `json:"reads,omitempty"`
 	ReadsS  float64 `json:"reads_s,omitempty"`
+
+	// CPUUsPerOp is the CPU time the whole process used per operation,
+	// in µs (user and system, every thread, io_uring's io-wq workers
+	// included; fio's rows count fio's process the same way, as our
+	// child): per read, and for the write workloads per buffer written
+	// (fio: per bs request), so that the rows compare. Absent where
+	// it cannot be read.
+	CPUUsPerOp float64 `json:"cpu_us_per_op,omitempty"`
+
+	// Device is set when the directory is on a RAM-backed block device
+	// (see ramDevice), where CPU rather than a disk sets the pace.
+	Device string `json:"device,omitempty"`
+}
+
+// cpuPerOp returns µs of cpu per one of ops, or 0 when either is unknown.
+func cpuPerOp(cpu time.Duration, ops int64) float64 {
+	if cpu <= 0 || ops <= 0 {
+		return 0
+	}
+	return float64(cpu.Nanoseconds()) / 1000 / float64(ops)
 }
 
 // benchOptions are the bench's flags.
@@ -56,13 +76,13 @@ func benchFlags() (*flag.FlagSet, *benchOptions) {
 	o := benchOptions{size: 128 << 20, value: 100, buffers: sizesValue{8 << 10, 64 << 10}}
 	fs := flag.NewFlagSet("dio-check bench", flag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per run; a directory the bench cannot use gets {\"dir\", \"error\"}")
-	fs.Var(&o.size, "size", "payload `bytes` to ingest per run (the read workload's blob file: "+sizeName(readFileSize)+" unless -size is given)")
+	fs.Var(&o.size, "size", "payload `bytes` to ingest per run; the read workload's blob file is "+sizeName(readFileSize)+", or this size when -size is given")
 	fs.StringVar(&o.workloads, "workload", strings.Join(append(ingest.Workloads(), ingest.Read), ","), "workloads, comma-separated")
 	fs.DurationVar(&o.duration, "duration", time.Second, "how long each read row reads")
 	fs.Var(&o.value, "value", "`bytes` per value, 1B to "+sizeName(maxValue))
 	fs.Var(&o.buffers, "buffers", "buffer `sizes`, comma-separated, multiples of 512 bytes")
 	fs.IntVar(&o.runs, "runs", 1, "rounds; each runs every workload, buffer and engine once, interleaved")
-	fs.IntVar(&o.depth, "depth", 0, "buffers per file, filled in ring order and written in merged groups (0: the default)")
+	fs.IntVar(&o.depth, "depth", 0, "buffers per file, filled in ring order and written in merged groups; 0, the default, is blobio's: a 1MiB ring with O_DIRECT (128 of 8KiB, 16 of 64KiB: two merged 512KiB writes), 4 buffers through the page cache")
 	fs.BoolVar(&o.fio, "fio", true, "also run fio as reference rows, if it is installed (writes: io_uring, O_DIRECT, QD4, end fsync; reads: randread 4KiB at QD 1, 16, 32)")
 	return fs, &o
 }
@@ -144,14 +164,7 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		fmt.Fprintln(stderr, "dio-check: fio not found: no reference row (apt-get install fio)")
 		o.fio = false
 	}
-	steps := o.runs * len(workloads) * len(buffers) * len(ingest.Engines())
-	if o.fio && slices.Contains(workloads, ingest.SeqNoDelta) {
-		steps += o.runs * len(buffers)
-	}
-	if withRead {
-		steps += 1 + o.runs*len(readRows(o.fio))
-	}
-	progress := newRunProgress(stderr, "dio-check bench", steps)
+	progress := newRunProgress(stderr, "dio-check bench", benchPlan(o, workloads, buffers, size, readSize, withRead))
 	round := func(run int) string {
 		if o.runs == 1 {
 			return ""
@@ -159,7 +172,9 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		return fmt.Sprintf(", round %d/%d", run+1, o.runs)
 	}
 	var results []BenchResult
+	device := ramDevice(dir)
 	report := func(r BenchResult) error {
+		r.Device = device
 		results = append(results, r)
 		if o.json {
 			// Above the live bar, when stdout is the same terminal.
@@ -173,10 +188,10 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			for _, buf := range buffers {
 				for _, e := range ingest.Engines() {
 					if _, ok := skipped[e.Name]; ok {
-						progress.skip()
+						progress.skip(ingestCost(w, size))
 						continue
 					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)))
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)), ingestCost(w, size))
 					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Buffers: o.depth, Value: value, Bytes: size, Files: tmp}
 					r, err := ingest.Run(c)
 					if errors.Is(err, ingest.ErrUnavailable) {
@@ -189,7 +204,8 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 					res := BenchResult{
 						Workload: w, ValueSize: value, Bytes: size, Buffer: buf, Engine: e.Name, Run: run + 1,
 						MiBs: r.MiBs(c), PageCacheBytes: r.PageCacheBytes, OutputBytes: r.OutputBytes,
-						ElapsedMs: float64(r.Elapsed.Microseconds()) / 1000,
+						ElapsedMs:  float64(r.Elapsed.Microseconds()) / 1000,
+						CPUUsPerOp: cpuPerOp(r.CPU, (size+int64(buf)-1)/int64(buf)),
 					}
 					if err := report(res); err != nil {
 						return err
@@ -197,16 +213,17 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 				}
 				if _, ok := skipped[fioEngine]; o.fio && w == ingest.SeqNoDelta {
 					if ok {
-						progress.skip()
+						progress.skip(stepCost{bytes: size})
 						continue
 					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)))
-					mibs, err := runFio(dir, buf, size, tmp)
+					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)), stepCost{bytes: size})
+					mibs, cpu, err := runFio(dir, buf, size, tmp)
 					if err != nil { // such as O_DIRECT refused: the rows above say so
 						skipped[fioEngine] = err.Error()
 						continue
 					}
-					res := BenchResult{Workload: w, Bytes: size, Buffer: buf, Engine: fioEngine, Run: run + 1, MiBs: mibs, OutputBytes: size}
+					res := BenchResult{Workload: w, Bytes: size, Buffer: buf, Engine: fioEngine, Run: run + 1, MiBs: mibs, OutputBytes: size,
+						CPUUsPerOp: cpuPerOp(cpu, (size+int64(buf)-1)/int64(buf))}
 					if err := report(res); err != nil {
 						return err
 					}
@@ -244,9 +261,22 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 // to std-fs, std-fs+fsync and fio from the same workload and buffer size.
 func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []int, results []BenchResult) {
 	fsName, _ := direct.Filesystem(dir)
-	fmt.Fprintf(w, "dio-check bench: %s of %d-byte values on %s (%s), median of %d run(s)\n\n", sizeName(size), value, dir, fsName, runs)
+	fmt.Fprintf(w, "dio-check bench: %s of %d-byte values on %s (%s), median of %d run(s)\n", sizeName(size), value, dir, fsName, runs)
+	if d := ramDevice(dir); d != "" {
+		fmt.Fprintf(w, "(%s)\n", d)
+	}
+	fmt.Fprintf(w, "(CPU µs/buffer: the whole process's user+system time per buffer of payload; fio's, as our child, per bs request)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tbuffer\tengine\tMiB/s\t× std-fs\t× std-fs+fsync\t× fio\tpage cache\t")
+	fmt.Fprintln(tw, "workload\tbuffer\tengine\tMiB/s\t× std-fs\t× std-fs+fsync\t× fio\tCPU µs/buffer\t× fio CPU\tpage cache\t")
+	cpuMedian := func(wl string, buf int, engine string) float64 {
+		var v []float64
+		for _, r := range results {
+			if r.Workload == wl && r.Buffer == buf && r.Engine == engine && r.CPUUsPerOp > 0 {
+				v = append(v, r.CPUUsPerOp)
+			}
+		}
+		return medianOf(v)
+	}
 	median := func(wl string, buf int, engine string) (float64, int64, bool) {
 		var v []float64
 		var pc int64
@@ -259,14 +289,14 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 		if len(v) == 0 {
 			return 0, 0, false
 		}
-		slices.Sort(v)
-		return v[len(v)/2], pc, true
+		return medianOf(v), pc, true
 	}
 	for _, wl := range ingest.Workloads() {
 		for _, buf := range buffers {
 			base, _, _ := median(wl, buf, "std-fs")
 			durable, _, _ := median(wl, buf, "std-fs+fsync")
 			ref, _, _ := median(wl, buf, fioEngine)
+			refCPU := cpuMedian(wl, buf, fioEngine)
 			for _, e := range append(ingest.Engines(), ingest.Engine{Name: fioEngine}) {
 				m, pc, ok := median(wl, buf, e.Name)
 				if !ok {
@@ -276,7 +306,9 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 				if e.Name == fioEngine {
 					cached = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t\n", wl, sizeName(int64(buf)), e.Name, m, ratio(m, base), ratio(m, durable), ratio(m, ref), cached)
+				cpu := cpuMedian(wl, buf, e.Name)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wl, sizeName(int64(buf)), e.Name, m, ratio(m, base), ratio(m, durable), ratio(m, ref),
+					cpuCell(cpu), ratio(cpu, refCPU), cached)
 			}
 		}
 	}
@@ -306,8 +338,25 @@ func printBench(w io.Writer, dir string, size int64, value, runs int, buffers []
 	tw.Flush()
 }
 
+// medianOf returns the median of v, which it sorts, or 0 for none.
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// cpuCell prints µs of CPU per operation, "-" where unknown.
+func cpuCell(us float64) string {
+	if us <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", us)
+}
+
 func ratio(a, b float64) string {
-	if b == 0 {
+	if a == 0 || b == 0 {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", a/b)

@@ -114,7 +114,7 @@ func (b *readBench) run() error {
 	}
 	defer b.tmp.remove(work)
 	path := filepath.Join(work, "blobs")
-	b.progress.step(fmt.Sprintf("read: writing a %s blob file", sizeName(b.size)))
+	b.progress.step(fmt.Sprintf("read: writing a %s blob file", sizeName(b.size)), stepCost{bytes: b.size})
 	offs, err := ingest.WriteBlobFile(path, b.size)
 	if err != nil {
 		return fmt.Errorf("read: writing the blob file: %w", err)
@@ -130,10 +130,10 @@ func (b *readBench) run() error {
 	for run := range b.runs {
 		for _, row := range readRows(b.withFio) {
 			if b.skip(row) {
-				b.progress.skip()
+				b.progress.skip(stepCost{timed: b.duration})
 				continue
 			}
-			b.progress.step("read: " + row.label() + b.round(run))
+			b.progress.step("read: "+row.label()+b.round(run), stepCost{timed: b.duration})
 			res, err := b.measure(row, path, offs, run)
 			if errors.Is(err, ingest.ErrUnavailable) {
 				b.skipped[row.skipKey()] = err.Error()
@@ -211,6 +211,7 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		}
 		res.Reads, res.ElapsedMs = fr.TotalIOs, fr.RuntimeMs
 		res.ReadsS, res.MiBs = fr.IOPS, fr.BwBytes/(1<<20)
+		res.CPUUsPerOp = cpuPerOp(fr.CPU, fr.TotalIOs)
 		res.PageCacheBytes = -1
 		return res, nil
 	}
@@ -231,6 +232,7 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 	}
 	res.Reads, res.ReadsS, res.MiBs = r.Reads, r.ReadsPerSec(), r.MiBs()
 	res.ElapsedMs = float64(r.Elapsed.Microseconds()) / 1000
+	res.CPUUsPerOp = cpuPerOp(r.CPU, r.Reads)
 	res.PageCacheBytes = r.PageCacheBytes
 	return res, nil
 }
@@ -242,10 +244,13 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 	fsName, _ := direct.Filesystem(b.dir)
 	fmt.Fprintf(w, "dio-check bench: random reads of %d-byte blobs from a %s blob file on %s (%s), %v per row, median of %d run(s)\n",
 		ingest.BlobSize, sizeName(b.size), b.dir, fsName, b.duration, b.runs)
+	if d := ramDevice(b.dir); d != "" {
+		fmt.Fprintf(w, "(%s)\n", d)
+	}
 	fmt.Fprintf(w, "(the file is dropped from the page cache before every row, std-fs's too, and read whole into it for %s;\n", cachedEngine)
 	fmt.Fprintf(w, "page cache: what the row left there, where std-fs's read-ahead shows)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× spans\t× pread\tpage cache\t")
+	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× spans\t× pread\tCPU µs/read\t× fio CPU\tpage cache\t")
 	median := func(row readRow) (float64, float64, int64, bool) {
 		var rs, ms []float64
 		var pc int64
@@ -258,9 +263,16 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 		if len(rs) == 0 {
 			return 0, 0, 0, false
 		}
-		slices.Sort(rs)
-		slices.Sort(ms)
-		return rs[len(rs)/2], ms[len(ms)/2], pc, true
+		return medianOf(rs), medianOf(ms), pc, true
+	}
+	cpuMedian := func(row readRow) float64 {
+		var v []float64
+		for _, r := range results {
+			if row.matches(r) && r.CPUUsPerOp > 0 {
+				v = append(v, r.CPUUsPerOp)
+			}
+		}
+		return medianOf(v)
 	}
 	for _, row := range readRows(true) {
 		rs, ms, pc, ok := median(row)
@@ -277,15 +289,20 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 		case fioReadReader:
 			readers, cached = "QD"+readers, "-"
 		}
-		fio, _, _, _ := median(readRow{fioReadReader, qd, 0, fioReadEngine})
+		fioRow := readRow{fioReadReader, qd, 0, fioReadEngine}
+		fio, _, _, _ := median(fioRow)
 		spans, _, _, _ := median(readRow{fioReadReader, qd, 0, fioSpanEngine})
 		pread, _, _, _ := median(readRow{ingest.Pread, goroutines, 0, preadEngine})
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t\n", reader, readers, row.engine, rs, ms, ratio(rs, fio), ratio(rs, spans), ratio(rs, pread), cached)
+		cpu := cpuMedian(row)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", reader, readers, row.engine, rs, ms, ratio(rs, fio), ratio(rs, spans), ratio(rs, pread),
+			cpuCell(cpu), ratio(cpu, cpuMedian(fioRow)), cached)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nreaders: goroutines sharing one Reader (pread: one O_DIRECT file), or fio's iodepth; ReadBlobs(%d): batches of %d random offsets\n", readBatch, readBatch)
 	fmt.Fprintf(w, "from one goroutine, set against fio QD%d; × pread: against pread from as many goroutines. MiB/s: blob bytes returned\n", readBatchQD)
 	fmt.Fprintf(w, "(fio: %d-byte reads, --rw=randread --direct=1 --ioengine=io_uring); pread reads each blob's aligned span.\n", fioReadBlock)
+	fmt.Fprintf(w, "CPU µs/read: the whole process's user+system time per read (io_uring's io-wq workers included), fio's counted\n")
+	fmt.Fprintf(w, "the same way, as our child's rusage; × fio CPU: against fio at the same queue depth, in %d-byte reads.\n", fioReadBlock)
 	if b.spans != nil {
 		fmt.Fprintf(w, "× spans: against fio reading what the Reader reads, each blob's aligned span (%s, mean %d bytes).\n", strings.Join(b.spans, " "), b.spanMean)
 	}

@@ -29,7 +29,7 @@ func TestBenchReadJSON(t *testing.T) {
 	for sc.Scan() {
 		var keys map[string]any
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &keys), sc.Text())
-		for _, k := range []string{"workload", "reader", "readers", "engine", "reads_s", "mib_s", "value_size", "bytes", "run", "page_cache_bytes", "elapsed_ms"} {
+		for _, k := range []string{"workload", "reader", "readers", "engine", "reads_s", "mib_s", "value_size", "bytes", "run", "page_cache_bytes", "elapsed_ms", "cpu_us_per_op"} {
 			assert.Contains(t, keys, k, sc.Text())
 		}
 		var r BenchResult
@@ -39,6 +39,7 @@ func TestBenchReadJSON(t *testing.T) {
 		assert.Positive(t, r.ReadsS, sc.Text())
 		assert.Positive(t, r.MiBs, sc.Text())
 		assert.Positive(t, r.Reads, sc.Text())
+		assert.Positive(t, r.CPUUsPerOp, "CPU per read: %s", sc.Text())
 		row := readRow{r.Reader, r.Readers, r.Batch, r.Engine}
 		runs[row] = append(runs[row], r.Run)
 		switch {
@@ -102,16 +103,16 @@ func TestBenchReadTable(t *testing.T) {
 	require.Positive(t, i, out)
 	assert.Greater(t, i, strings.Index(out, "In Neon's layout"), "the read table comes after the ingest tables")
 	reads := out[i:]
-	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× spans +× pread +page cache\n`, reads)
+	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× spans +× pread +CPU µs/read +× fio CPU +page cache\n`, reads)
 	assert.Regexp(t, `ReadBlob +16 +std-fs +\d+ +\d+\.\d `, reads)
 	assert.Regexp(t, `ReadBlob +1 +std-fs\+cached +\d+ `, reads)
 	if !testenv.RejectsDirect() {
-		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +\d+\.\d\d +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row")
-		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +1\.00 +(0|\d+\.\dMiB)\n`, reads)
+		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +\d+\.\d\d +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row; CPU per read")
+		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +1\.00 +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads)
 	}
 	if haveFio() && !testenv.RejectsDirect() {
 		for _, qd := range fioReadDepths {
-			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring +\d+ +\d+\.\d +1\.00 `, reads)
+			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring +\d+ +\d+\.\d +1\.00 +\S+ +\S+ +\d+\.\d +1\.00 `, reads, "fio's CPU, as our child's")
 			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring spans +\d+ +\d+\.\d +\d+\.\d\d +1\.00 `, reads)
 		}
 		assert.Regexp(t, `× spans: against fio reading what the Reader reads, each blob's aligned span \(--bssplit=\d+/\d+(:\d+/\d+)* --blockalign=\d+, mean \d+ bytes\)`, reads)

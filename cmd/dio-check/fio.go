@@ -25,28 +25,28 @@ const fioEngine = "fio io_uring QD4"
 
 // runFio writes size bytes to a new file in dir with fio in requests of
 // bs bytes and returns fio's write throughput in MiB/s, which counts the
-// final fsync (--end_fsync).
-func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, error) {
+// final fsync (--end_fsync), and the CPU time fio's process used.
+func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, time.Duration, error) {
 	// fio writes into a directory of ours: were it removed by a signal
 	// before fio opens its file, fio fails instead of creating one.
 	work, err := tmp.mkdirTemp(dir, ".dio-check-fio-")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer tmp.remove(work)
 	if err := ingest.Settle(dir); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	job, err := fio(tmp, "--name=dio-check", "--directory="+work, "--filename=data",
 		"--ioengine=io_uring", "--direct=1", "--rw=write", "--iodepth=4", "--end_fsync=1",
 		"--bs="+strconv.Itoa(bs), "--size="+strconv.FormatInt(size, 10))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if job.Write.BwBytes <= 0 {
-		return 0, errors.New("fio: no write result")
+		return 0, 0, errors.New("fio: no write result")
 	}
-	return job.Write.BwBytes / (1 << 20), nil
+	return job.Write.BwBytes / (1 << 20), job.cpu, nil
 }
 
 // fioReadEngine names the read reference rows: fio randread, 4 KiB
@@ -84,6 +84,7 @@ func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles
 	if job.Read.IOPS <= 0 || job.Read.TotalIOs <= 0 {
 		return fioRead{}, errors.New("fio: no read result")
 	}
+	job.Read.CPU = job.cpu
 	return job.Read, nil
 }
 
@@ -94,6 +95,11 @@ type fioJob struct {
 	Write struct {
 		BwBytes float64 `json:"bw_bytes"`
 	} `json:"write"`
+
+	// cpu is the CPU time fio's process used, all of it (childCPU):
+	// its start and the file's layout too, which a run of a second or
+	// more dwarfs.
+	cpu time.Duration
 }
 
 // fioRead is fio's account of a job's reads.
@@ -102,6 +108,8 @@ type fioRead struct {
 	IOPS      float64 `json:"iops"`
 	TotalIOs  int64   `json:"total_ios"`
 	RuntimeMs float64 `json:"runtime"`
+
+	CPU time.Duration `json:"-"` // fio's process's, whole (childCPU)
 }
 
 // fio runs one fio job with args and returns its result. fio runs as a
@@ -129,6 +137,7 @@ func fio(tmp *tempFiles, args ...string) (fioJob, error) {
 	if len(res.Jobs) != 1 || res.Jobs[0].Error != 0 {
 		return fioJob{}, fmt.Errorf("fio: no result in %s", out)
 	}
+	res.Jobs[0].cpu = childCPU(cmd.ProcessState)
 	return res.Jobs[0], nil
 }
 

@@ -18,11 +18,12 @@ func haveFio() bool { return false }
 
 var errNoFio = errors.New("fio: io_uring needs Linux")
 
-func runFio(string, int, int64, *tempFiles) (float64, error) { return 0, errNoFio }
+func runFio(string, int, int64, *tempFiles) (float64, time.Duration, error) { return 0, 0, errNoFio }
 
 type fioRead struct {
 	BwBytes, IOPS, RuntimeMs float64
 	TotalIOs                 int64
+	CPU                      time.Duration
 }
 
 func runFioRead(string, int64, int, time.Duration, *tempFiles, ...string) (fioRead, error) {

@@ -119,6 +119,9 @@ const sizeHelp = "bytes (134217728) or a number and a unit: KiB, MiB, GiB count 
 // int64 (an error, not a wrap), and one that is not a whole number of
 // bytes (1.5, 1.3KiB), which go-humanize would cut to one quietly.
 func parseSize(s string) (int64, error) {
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return 0, errors.New("negative: a size is a positive number of bytes")
+	}
 	n, err := humanize.ParseBytes(s)
 	switch {
 	// go-humanize says "too large: ..." for a size past a uint64.

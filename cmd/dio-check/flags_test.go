@@ -459,14 +459,16 @@ func TestBenchProgressPiped(t *testing.T) {
 func TestRunProgressLive(t *testing.T) {
 	var out bytes.Buffer
 	now := time.Unix(0, 0)
-	p := &runProgress{w: &out, prefix: "dio-check bench", live: true, width: 200, total: 5, start: now, now: func() time.Time { return now }}
-	p.step("seq, 8KiB buffers, std-fs")
+	p := newRunProgress(&out, "dio-check bench", slices.Repeat([]stepCost{{bytes: 8 << 20}}, 5))
+	p.live, p.width, p.start, p.now = true, 200, now, func() time.Time { return now }
+	mb := stepCost{bytes: 8 << 20}
+	p.step("seq, 8KiB buffers, std-fs", mb)
 	assert.Equal(t, "\r\033[Kdio-check bench: [>                   ] 1/5 seq, 8KiB buffers, std-fs", out.String())
 	out.Reset()
 	now = now.Add(10 * time.Second)
-	p.step("seq, 8KiB buffers, std-fs+fsync")
+	p.step("seq, 8KiB buffers, std-fs+fsync", mb)
 	assert.Equal(t, "\r\033[Kdio-check bench: [====>               ] 2/5 seq, 8KiB buffers, std-fs+fsync, about 40s left", out.String())
-	p.skip()
+	p.skip(mb)
 	out.Reset()
 	now = now.Add(10 * time.Second)
 
@@ -474,15 +476,16 @@ func TestRunProgressLive(t *testing.T) {
 	// loses its middle, by runes (never inside the 2-byte ×), and keeps
 	// its end: the engine and the round.
 	p.width = 80
-	p.step("read: ReadBlob ×16, direct+io_uring, round 3/3")
+	before := *p
+	p.step("read: ReadBlob ×16, direct+io_uring, round 3/3", mb)
 	line := strings.TrimPrefix(out.String(), "\r\033[K")
 	assert.Equal(t, "dio-check bench: [=====>    ] 3/4 read: Rea…io_uring, round 3/3, about 20s left", line)
 	assert.Equal(t, 79, utf8.RuneCountInString(line), "one short of the width")
 	for _, w := range []int{66, 65, 60, 45, 30} {
 		out.Reset()
-		p.n--
+		*p = before
 		p.width = w
-		p.step("read: ReadBlob ×16, direct+io_uring, round 3/3")
+		p.step("read: ReadBlob ×16, direct+io_uring, round 3/3", mb)
 		line := strings.TrimPrefix(out.String(), "\r\033[K")
 		assert.True(t, utf8.ValidString(line), "%d columns: %q", w, line)
 		assert.LessOrEqual(t, utf8.RuneCountInString(line), w-1, "%d columns: %q", w, line)
@@ -495,9 +498,9 @@ func TestRunProgressLive(t *testing.T) {
 	// Output to stdout on the same terminal goes above the bar, on a line
 	// of its own, and the bar comes back below it.
 	out.Reset()
+	*p = before
 	p.width = 200
-	p.n--
-	p.step("seq, 8KiB buffers, direct+pwrite")
+	p.step("seq, 8KiB buffers, direct+pwrite", mb)
 	bar := out.String()
 	out.Reset()
 	require.NoError(t, p.above(func() error { _, err := out.WriteString("{}\n"); return err }))
@@ -511,14 +514,73 @@ func TestRunProgressLive(t *testing.T) {
 	assert.Equal(t, "{}\n", out.String(), "no bar to clear or redraw after done")
 }
 
-// TestDocsListFlags checks that the package doc and the README show each
-// command's synopsis as the FlagSets generate it, so that neither omits a
-// flag or keeps one that is gone, and that the README lists every exit
-// status.
+// TestRunProgressEstimate: the time left weighs the steps to come by
+// what they cost, so that quick ingest rows before a large blob file and
+// one-second read rows do not make it a fraction of the truth (issue 24:
+// "about 7s" left at 6.9 s of a bench that ended at 29.9 s).
+func TestRunProgressEstimate(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(0, 0)
+	ingestRow, file, read := stepCost{bytes: 8 << 20}, stepCost{bytes: 256 << 20}, stepCost{timed: time.Second}
+	plan := slices.Repeat([]stepCost{ingestRow}, 10)
+	plan = append(plan, file)
+	plan = append(plan, slices.Repeat([]stepCost{read}, 20)...)
+	p := newRunProgress(&out, "dio-check bench", plan)
+	p.live, p.start, p.now = false, now, func() time.Time { return now }
+	lastLeft := func() string {
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		l := lines[len(lines)-1]
+		i := strings.LastIndex(l, "(about ")
+		if i < 0 {
+			return ""
+		}
+		return strings.TrimSuffix(l[i+len("(about "):], " left)")
+	}
+	p.step("ingest", ingestRow)
+	assert.NotContains(t, out.String(), "about", "no estimate before a step has finished")
+	now = now.Add(100 * time.Millisecond)
+	for range 9 {
+		p.step("ingest", ingestRow)
+		now = now.Add(100 * time.Millisecond)
+	}
+	// 10 rows of 8 MiB in 1 s: the 256 MiB file at that pace, 3.2 s, and
+	// 20 read rows of a second each.
+	p.step("file", file)
+	assert.Equal(t, "23s", lastLeft())
+	now = now.Add(3200 * time.Millisecond)
+	p.step("read", read)
+	assert.Equal(t, "20s", lastLeft(), "the read rows' planned length before any has run")
+	// The read rows take 1.5 s each (dropping the cache, opening): the
+	// estimate follows them.
+	for range 10 {
+		now = now.Add(1500 * time.Millisecond)
+		p.step("read", read)
+	}
+	assert.Equal(t, "15s", lastLeft(), "10 rows to go at 1.5 s")
+	p.done()
+	assert.Contains(t, out.String(), "done: 22 runs in")
+
+	// Skipped steps leave the estimate.
+	out.Reset()
+	now = time.Unix(0, 0)
+	p = newRunProgress(&out, "dio-check bench", []stepCost{ingestRow, ingestRow, read, read})
+	p.live, p.start, p.now = false, now, func() time.Time { return now }
+	p.step("ingest", ingestRow)
+	now = now.Add(time.Second)
+	p.skip(ingestRow)
+	p.skip(read)
+	p.step("read", read)
+	assert.Equal(t, "1s", lastLeft())
+}
+
+// TestDocsListFlags checks that the package doc and docs/dio-check.md
+// (the README's was moved there) show each command's synopsis as the
+// FlagSets generate it, so that neither omits a flag or keeps one that is
+// gone, and that docs/dio-check.md lists every exit status.
 func TestDocsListFlags(t *testing.T) {
 	doc, err := os.ReadFile("main.go")
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "dio-check.md"))
 	require.NoError(t, err)
 	probe, _ := probeFlags()
 	bench, _ := benchFlags()

@@ -7,6 +7,11 @@
 //	dio-check bench [-buffers 8KiB,64KiB] [-depth 0] [-duration 1s] [-fio=true] [-json] [-runs 1] [-size 128MiB] [-value 100B] [-workload seq-no-delta,seq,read] DIR
 //	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] DIR
 //	dio-check help [bench | pressure]
+//	dio-check -version
+//
+// A first argument that names nothing and is one typo from a command
+// (dio-check bnech /tmp) is refused, with the command it meant, rather
+// than probed as a directory.
 //
 // Flags may come before or after the directories ("--" ends them), and -h
 // or -help prints a command's usage and flags, as does help after it
@@ -131,6 +136,15 @@ func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 			return pressureCotenant(args[1:], stdout)
 		}
 	}
+	if len(args) == 1 && (args[0] == "-version" || args[0] == "--version") {
+		fmt.Fprintln(stdout, version())
+		return nil
+	}
+	if len(args) > 0 {
+		if cmd, ok := misspelt(args[0]); ok {
+			return usageError{msg: fmt.Sprintf("unknown command %s; did you mean %s?", args[0], cmd), hint: helpHint("dio-check")}
+		}
+	}
 	return runProbe(args, stdout, stderr, tmp)
 }
 
@@ -166,6 +180,7 @@ func usage(w io.Writer) {
 		fmt.Fprintln(w, "      "+strings.TrimPrefix(synopsis(fs), "usage:"))
 	}
 	fmt.Fprintln(w, "       dio-check help [bench | pressure]")
+	fmt.Fprintln(w, "       dio-check -version")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The probe's flags:")
 	probe.SetOutput(w)
@@ -195,14 +210,18 @@ func newTempFiles() *tempFiles {
 
 // makeNewFunc is makeNew for a path that rm removes, rather than
 // os.RemoveAll: a cgroup, whose removal waits for its tasks to leave.
+// path and rm are tracked under the lock mk runs under, so that a signal's
+// cleanup finds either nothing or both.
 func (t *tempFiles) makeNewFunc(path string, mk func() error, rm func()) error {
-	err := t.makeNew(path, mk)
-	if err == nil {
-		t.mu.Lock()
-		t.removers[path] = rm
-		t.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.paths[path] = struct{}{}
+	if err := mk(); err != nil {
+		delete(t.paths, path)
+		return err
 	}
-	return err
+	t.removers[path] = rm
+	return nil
 }
 
 // removeLocked removes path, tracked, with t.mu held.

@@ -17,10 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dio-storage/dio/blobio"
 	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
 	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
-	"github.com/dio-storage/dio/direct"
 )
 
 // The co-tenant's and the ingest's shapes, from the issue: 4 KiB random
@@ -48,10 +46,13 @@ func pressureChild(args []string, stdout io.Writer) error {
 	seconds := fs.Int("seconds", 0, "seconds per phase")
 	rounds := fs.Int("rounds", 1, "rounds")
 	engines := fs.String("engines", "", "engines")
+	writers := fs.Int("writers", 1, "ingest writers")
+	shape := fs.String("shape", shapeAppend, "ingest shape")
+	lead := fs.Int("lead", 0, "seconds the ingest runs before the co-tenant")
 	if err := fs.Parse(args); err != nil {
 		return usageError{msg: err.Error()}
 	}
-	if fs.NArg() != 1 || *cgDir == "" || *hot < readSize || *seconds < 1 {
+	if fs.NArg() != 1 || *cgDir == "" || *hot < readSize || *seconds < 1 || *writers < 1 || *lead < 0 {
 		return usageError{msg: pressureChildCmd + " is run by dio-check pressure"}
 	}
 	work := fs.Arg(0)
@@ -78,7 +79,8 @@ func pressureChild(args []string, stdout io.Writer) error {
 	}
 	defer res.close()
 
-	m := &measurer{hotf: hotf, hotPath: hotPath, hot: *hot, res: res, work: work, cg: cg, d: time.Duration(*seconds) * time.Second, emit: emit}
+	m := &measurer{hotf: hotf, hotPath: hotPath, hot: *hot, res: res, work: work, cg: cg, d: time.Duration(*seconds) * time.Second, emit: emit,
+		ingest: ingestOptions{writers: *writers, shape: *shape}, lead: time.Duration(*lead) * time.Second}
 	phases := append([]string{alone}, strings.Split(*engines, ",")...)
 	for round := 1; round <= *rounds; round++ {
 		if err := m.round(phases, round, *rounds); err != nil {
@@ -98,6 +100,8 @@ type measurer struct {
 	cg      *cgroup.Cgroup
 	d       time.Duration
 	emit    func(pressureMsg) error
+	ingest  ingestOptions
+	lead    time.Duration // how long the ingest runs before the co-tenant is measured
 }
 
 // round measures the co-tenant alone and beside each engine once.
@@ -133,7 +137,7 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 		case busyCPU:
 			spin = startSpinner()
 		default:
-			ing, err = startIngest(work, phase)
+			ing, err = startIngest(work, phase, m.ingest)
 			var un unavailable
 			if errors.As(err, &un) {
 				emit(pressureMsg{Skip: phase, Why: string(un)})
@@ -143,6 +147,10 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 				return fmt.Errorf("%s: %w", phase, err)
 			}
 			mode = ing.mode
+			if m.lead > 0 {
+				emit(pressureMsg{Phase: label, Step: "ingesting ahead"})
+				time.Sleep(m.lead)
+			}
 		}
 		emit(pressureMsg{Phase: label, Step: "measuring"})
 		// The least of the hot file the page cache held, sampled once
@@ -393,127 +401,4 @@ func startSpinner() *spinner {
 func (s *spinner) stop() {
 	s.quit.Store(true)
 	<-s.done
-}
-
-// ingestRun is one engine's ingest, running in its own goroutine until
-// stopped.
-type ingestRun struct {
-	mode    string
-	quit    atomic.Bool
-	done    chan struct{}
-	stats   ingestStats
-	err     error
-	dir     string
-	engine  string
-	current string // the file being written
-	roll    int64  // the bytes after which the file is replaced
-}
-
-// rollSize is the size an ingest file rolls at with avail bytes free: a
-// fast ingest into a small filesystem (the test matrix's 1 GiB ext4)
-// would fill it before rollBytes and measure ENOSPC instead.
-func rollSize(avail int64) int64 {
-	return max(min(rollBytes, avail/4), minRoll)
-}
-
-type ingestStats struct {
-	bytes   int64
-	elapsed time.Duration
-	hist    histogram
-}
-
-func (s ingestStats) mibs() float64 {
-	if s.elapsed <= 0 {
-		return 0
-	}
-	return float64(s.bytes) / (1 << 20) / s.elapsed.Seconds()
-}
-
-// startIngest opens the engine's blob file and starts appending 8 KiB
-// values to it. An engine the directory cannot run is unavailable.
-func startIngest(dir, engine string) (*ingestRun, error) {
-	r := &ingestRun{done: make(chan struct{}), dir: dir, engine: engine, roll: rollBytes}
-	if avail, err := availBytes(dir); err == nil {
-		r.roll = rollSize(avail)
-	}
-	w, err := r.create(0)
-	if err != nil {
-		return nil, err
-	}
-	r.mode = w.Mode().String()
-	go r.loop(w)
-	return r, nil
-}
-
-func (r *ingestRun) create(n int) (*blobio.Writer, error) {
-	p, _ := enginePolicy(r.engine)
-	r.current = filepath.Join(r.dir, fmt.Sprintf("ingest-%s-%d", r.engine, n))
-	w, err := blobio.Create(r.current, &blobio.Options{IO: p})
-	if errors.Is(err, direct.ErrNotSupported) {
-		return nil, unavailable(err.Error())
-	}
-	if err != nil {
-		return nil, err
-	}
-	if got := w.Mode().Name(); got != r.engine {
-		w.Close()
-		os.Remove(r.current)
-		return nil, unavailable("got " + w.Mode().String())
-	}
-	return w, nil
-}
-
-func (r *ingestRun) loop(w *blobio.Writer) {
-	defer close(r.done)
-	value := make([]byte, valueSize)
-	rand.Read(value)
-	start := time.Now()
-	var inFile int64
-	files := 1
-	for !r.quit.Load() {
-		t0 := time.Now()
-		_, err := w.WriteBlob(value)
-		r.stats.hist.record(time.Since(t0))
-		if err != nil {
-			r.err = err
-			break
-		}
-		r.stats.bytes += valueSize
-		inFile += valueSize
-		if inFile >= r.roll {
-			if err := r.closeRemove(w); err != nil {
-				r.err = err
-				return
-			}
-			if w, err = r.create(files); err != nil {
-				r.err = err
-				return
-			}
-			files++
-			inFile = 0
-		}
-	}
-	if err := r.closeRemove(w); err != nil && r.err == nil {
-		r.err = err
-	}
-	r.stats.elapsed = time.Since(start)
-}
-
-// closeRemove closes w, which syncs it (the end of the ingest, as in the
-// bench), and removes its file.
-func (r *ingestRun) closeRemove(w *blobio.Writer) error {
-	err := w.Close()
-	os.Remove(r.current)
-	return err
-}
-
-// stop ends the ingest and returns what it measured; err is the caller's
-// own, which wins.
-func (r *ingestRun) stop(err error) (ingestStats, error) {
-	r.quit.Store(true)
-	<-r.done
-	if err == nil {
-		err = r.err
-	}
-	return r.stats, err
 }

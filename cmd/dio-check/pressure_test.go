@@ -122,11 +122,17 @@ func TestParsePressure(t *testing.T) {
 	dir := t.TempDir()
 	c, err := parsePressure([]string{dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"cpu", "std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, enginesFlag: "all", dir: dir}, c)
+	assert.Equal(t, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, rounds: 1, engines: []string{"cpu", "std-fs", "std-fs+dontcache", "direct+pwrite", "direct+io_uring"}, enginesFlag: "all", dir: dir,
+		writers: 1, shape: shapeAppend, lead: 3}, c)
 
-	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-rounds", "3", "-engines", "std-fs", "-plot", "p.svg", dir}, &bytes.Buffer{})
+	c, err = parsePressure([]string{"-json", "-memory", "256MiB", "-hot", "64MiB", "-seconds", "1", "-rounds", "3", "-engines", "std-fs", "-plot", "p.svg",
+		"-throttle", "200MiB/s", "-writers", "3", "-shape", "compact", "-lead", "0", dir}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, enginesFlag: "std-fs", plot: "p.svg", dir: dir}, c)
+	assert.Equal(t, pressureConfig{json: true, memory: 256 << 20, hot: 64 << 20, seconds: 1, rounds: 3, engines: []string{"std-fs"}, enginesFlag: "std-fs", plot: "p.svg", dir: dir,
+		throttle: 200 << 20, writers: 3, shape: shapeCompact}, c)
+	c, err = parsePressure([]string{"-throttle", "1GiB", dir}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1<<30, c.throttle, "the /s is optional")
 
 	for _, tc := range []struct {
 		args []string
@@ -143,6 +149,11 @@ func TestParsePressure(t *testing.T) {
 		{[]string{"-rounds", "0", dir}, "-rounds"},
 		{[]string{"-engines", "std-fs,bogus", dir}, `unknown engine "bogus"`},
 		{[]string{"-plot", "p.jpg", dir}, ".png or .svg"},
+		{[]string{"-throttle", "0", dir}, "positive"},
+		{[]string{"-throttle", "fast", dir}, "-throttle"},
+		{[]string{"-writers", "0", dir}, "-writers"},
+		{[]string{"-shape", "zigzag", dir}, `-shape "zigzag"`},
+		{[]string{"-lead", "-1", dir}, "-lead"},
 		{[]string{"-bogus", dir}, "bogus"},
 	} {
 		_, err := parsePressure(tc.args, &bytes.Buffer{})

@@ -32,7 +32,17 @@ const barWidth, minBarWidth = 20, 10
 // runProgress shows how far a run of steps (the bench's runs) has come, on
 // stderr: on a terminal a live bar with the count and the time left, else
 // a line per step, so that a run through make or CI is never silent for
-// long. The time left is the mean step so far times the steps to go.
+// long.
+//
+// The time left comes from what each step to go is expected to cost
+// (stepCost), not from the mean step so far: the bench's steps differ
+// by an order of magnitude (an 8 MiB ingest row takes 0.1 s, writing the
+// read workload's 256 MiB blob file several seconds, and each read row
+// its -duration), and a mean over the quick ingest rows said "about 7s
+// left" at 6.9 s of a bench that ended at 29.9 s. A step that writes
+// bytes is expected to take them at the pace the byte steps before it
+// wrote theirs; a timed step as long as the timed steps before it took,
+// or its planned length before any has run.
 type runProgress struct {
 	w      io.Writer
 	prefix string // "dio-check bench"
@@ -43,21 +53,109 @@ type runProgress struct {
 	start  time.Time
 	now    func() time.Time
 	line   string // the live line drawn last, to redraw after output
+
+	left      stepCosts // what the steps not yet started will cost
+	cur       stepCost  // the step running
+	curStart  time.Time
+	bytesDone stepTally // byte steps finished
+	timedDone stepTally // timed steps finished
 }
 
-func newRunProgress(w io.Writer, prefix string, total int) *runProgress {
+// A stepCost is what a step is expected to cost: Bytes written or read,
+// whose time scales with the pace of the byte steps before it, or, for a
+// step that runs for a set time (a read row), Timed.
+type stepCost struct {
+	bytes int64
+	timed time.Duration
+}
+
+// stepCosts sums the costs of steps to come.
+type stepCosts struct {
+	bytes int64
+	timed time.Duration
+	nTime int // timed steps
+}
+
+func (c *stepCosts) add(s stepCost, sign int) {
+	c.bytes += int64(sign) * s.bytes
+	c.timed += time.Duration(sign) * s.timed
+	if s.timed > 0 {
+		c.nTime += sign
+	}
+}
+
+// stepTally is how many finished steps of a kind cost what, and took how
+// long.
+type stepTally struct {
+	n       int
+	units   int64 // bytes, or planned nanoseconds
+	elapsed time.Duration
+}
+
+func newRunProgress(w io.Writer, prefix string, plan []stepCost) *runProgress {
 	live, width := isTerminal(w)
-	return &runProgress{w: w, prefix: prefix, live: live, width: width, total: total, start: time.Now(), now: time.Now}
+	p := &runProgress{w: w, prefix: prefix, live: live, width: width, total: len(plan), start: time.Now(), now: time.Now}
+	for _, c := range plan {
+		p.left.add(c, 1)
+	}
+	return p
 }
 
-// step shows that the next step, described by what, starts.
-func (p *runProgress) step(what string) {
+// finishStep books the step running, if any, as done.
+func (p *runProgress) finishStep(now time.Time) {
+	if p.n == 0 {
+		return
+	}
+	took := now.Sub(p.curStart)
+	switch {
+	case p.cur.timed > 0:
+		p.timedDone.n++
+		p.timedDone.units += int64(p.cur.timed)
+		p.timedDone.elapsed += took
+	case p.cur.bytes > 0:
+		p.bytesDone.n++
+		p.bytesDone.units += p.cur.bytes
+		p.bytesDone.elapsed += took
+	}
+}
+
+// estimate returns the time the steps from the one starting (cur, already
+// taken off left) onward will take, and false while it cannot tell: no
+// byte step has finished and bytes are still to come.
+func (p *runProgress) estimate(cur stepCost) (time.Duration, bool) {
+	todo := p.left
+	todo.add(cur, 1)
+	var est time.Duration
+	if todo.bytes > 0 {
+		if p.bytesDone.units == 0 {
+			return 0, false
+		}
+		est += time.Duration(float64(p.bytesDone.elapsed) * float64(todo.bytes) / float64(p.bytesDone.units))
+	}
+	if todo.timed > 0 {
+		if p.timedDone.units > 0 {
+			// As long, per planned second, as the timed steps so far
+			// (a read row also drops the page cache and opens a Reader).
+			est += time.Duration(float64(p.timedDone.elapsed) * float64(todo.timed) / float64(p.timedDone.units))
+		} else {
+			est += todo.timed
+		}
+	}
+	return est, true
+}
+
+// step shows that the next step, described by what and expected to cost
+// c, starts.
+func (p *runProgress) step(what string, c stepCost) {
+	now := p.now()
+	p.finishStep(now)
+	p.left.add(c, -1)
+	p.cur, p.curStart = c, now
 	p.n++
 	count := fmt.Sprintf("%d/%d", p.n, p.total)
 	left := ""
-	if done := p.n - 1; done > 0 {
-		mean := p.now().Sub(p.start) / time.Duration(done)
-		left = fmt.Sprintf("about %v left", (mean * time.Duration(p.total-done)).Round(time.Second))
+	if est, ok := p.estimate(c); ok && p.n > 1 {
+		left = fmt.Sprintf("about %v left", est.Round(time.Second))
 	}
 	if !p.live {
 		line := count + " " + what
@@ -137,8 +235,12 @@ func (p *runProgress) above(write func() error) error {
 	return err
 }
 
-// skip drops a step that will not run from the count.
-func (p *runProgress) skip() { p.total-- }
+// skip drops a step that will not run, expected to cost c, from the
+// count and the time left.
+func (p *runProgress) skip(c stepCost) {
+	p.total--
+	p.left.add(c, -1)
+}
 
 // done clears the live line, or ends the lines with how many steps ran
 // in how long: the count may stop short of the first total, which does

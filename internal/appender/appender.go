@@ -66,7 +66,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -86,6 +85,11 @@ type Options struct {
 	// Pool). A done Context fails New, Pool or not. nil:
 	// context.Background().
 	Context context.Context
+
+	// Retry, when set, makes the Appender retry a write or fdatasync
+	// that failed with an error it can retry (ENOSPC, EDQUOT, EIO) until
+	// the policy's Context ends, instead of returning it (retry.go).
+	Retry *RetryPolicy
 
 	// Lock, when set, is held around every change to the buffers' state
 	// and the size (never across a device wait), so that a caller holding
@@ -130,7 +134,7 @@ const (
 	filling                  // the current buffer
 	pending                  // full, waiting to go out in a merged write
 	busy                     // in flight
-	lost                     // its write failed: its bytes live only in memory now
+	lost                     // its write failed (or a Sync did): its bytes live only in memory, to be written again
 )
 
 // slot is one owned buffer and the stretch of the file it holds.
@@ -165,7 +169,10 @@ type Appender struct {
 	synced   int64 // logical size made durable by the last successful Sync or Close
 	fileSize int64 // the file's size: grown ahead, or padded past size
 	inflight int   // writes submitted and not yet reaped
-	err      error // sticky: the first I/O error
+	err      error // sticky: the first error that cannot be retried
+	fault    error // the last error that can be retried (retry.go): bytes wait to be written again
+	longer   bool  // a failed fallocate may have left the file longer than fileSize
+	retry    *RetryPolicy
 
 	mu sync.Locker // Options.Lock, or a no-op
 }
@@ -218,7 +225,7 @@ func New(f File, o Options) (*Appender, error) {
 		o.Buffers = max(DefaultBuffers, 2*mergeSlots)
 	}
 	mergeSlots = max(1, min(mergeSlots, o.Buffers/2))
-	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, mergeSlots: mergeSlots, mu: lockerOr(o.Lock)}
+	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, mergeSlots: mergeSlots, mu: lockerOr(o.Lock), retry: o.Retry}
 	// Writes in flight: one per merged write the ring holds, more only
 	// when flushes cut runs short (Submit then waits for a slot). Readers
 	// of the same file use queues of their own.
@@ -279,14 +286,27 @@ func (a *Appender) Size() int64 { return a.size }
 // Sync or Close (a Close with NoSync makes nothing durable).
 func (a *Appender) Synced() int64 { return a.synced }
 
-// Err returns the sticky error, if any.
+// Err returns the sticky error, if any: one that cannot be retried. An
+// error that can be retried is not sticky (see retry.go).
 func (a *Appender) Err() error { return a.err }
 
 // Write appends p. It waits for the device only when the next buffer is
-// in flight. After an I/O error it returns that error forever.
+// in flight. After an error that cannot be retried it returns that error
+// forever; after one that can, the bytes it counted as written are kept,
+// and the next call writes again what failed before it appends.
 func (a *Appender) Write(p []byte) (int, error) {
-	if a.err != nil {
-		return 0, a.err
+	n, err := a.write(p)
+	for try := 0; err != nil && a.again(err, &try); {
+		var k int
+		k, err = a.write(p[n:])
+		n += k
+	}
+	return n, err
+}
+
+func (a *Appender) write(p []byte) (int, error) {
+	if err := a.recover(); err != nil {
+		return 0, err
 	}
 	written := 0
 	for len(p) > 0 {
@@ -309,16 +329,32 @@ func (a *Appender) Write(p []byte) (int, error) {
 
 // WriteRecord appends hdr and then p, and returns the offset of hdr: one
 // framed record, such as a blob, with no copy to join the two.
+//
+// A record is appended whole or not at all: when a failure cuts it short,
+// its bytes are withdrawn (rewind) and the stream ends at the record
+// before, so that a retry never leaves half a record in the file.
 func (a *Appender) WriteRecord(hdr, p []byte) (off int64, err error) {
+	off, err = a.writeRecord(hdr, p)
+	for try := 0; err != nil && a.again(err, &try); {
+		off, err = a.writeRecord(hdr, p)
+	}
+	return off, err
+}
+
+func (a *Appender) writeRecord(hdr, p []byte) (off int64, err error) {
 	off = a.size
 	if a.writeSmall(hdr, p) {
 		return off, nil
 	}
-	if _, err := a.Write(hdr); err != nil {
+	if err := a.recover(); err != nil {
 		return 0, err
 	}
-	if _, err := a.Write(p); err != nil {
-		return 0, err
+	off = a.size
+	if _, err := a.write(hdr); err != nil {
+		return 0, a.rewind(off, err)
+	}
+	if _, err := a.write(p); err != nil {
+		return 0, a.rewind(off, err)
 	}
 	return off, nil
 }
@@ -328,7 +364,8 @@ func (a *Appender) WriteRecord(hdr, p []byte) (off int64, err error) {
 // merged write when it reaches MaxWrite (a cut of the ring), when
 // the next buffer cannot extend it (the end of the slab, a pool's buffer),
 // or before waiting for the next buffer, so that the device works while we
-// wait.
+// wait. When a write it reaps failed, rotate returns the error and leaves
+// the current buffer full: recover writes both again and moves on.
 func (a *Appender) rotate() error {
 	s := &a.slots[a.cur]
 	a.mu.Lock()
@@ -347,11 +384,11 @@ func (a *Appender) rotate() error {
 	}
 	for a.slots[nx].state == busy {
 		if err := a.reap(); err != nil {
-			return err
+			return err // reported where it is found; recover takes it from here
 		}
 	}
 	if a.slots[nx].state != idle {
-		return a.fail(fmt.Errorf("appender: buffer %d is %d, not idle", nx, a.slots[nx].state))
+		return a.fatal(fmt.Errorf("appender: buffer %d is %d, not idle", nx, a.slots[nx].state))
 	}
 	a.mu.Lock()
 	a.cur = nx
@@ -371,7 +408,7 @@ func (a *Appender) next() (int, error) {
 	if a.pool != nil && len(a.slots) < cap(a.slots) {
 		b, ok, err := a.pool.TryGet()
 		if err != nil {
-			return 0, a.fail(err)
+			return 0, a.fatal(err)
 		}
 		if ok {
 			a.mu.Lock()
@@ -398,7 +435,7 @@ func (a *Appender) submit(i, j int) error {
 	}
 	err := a.q.Submit(direct.Request{Op: direct.OpWrite, Buf: buf[:padded], Off: off, Token: uint64(i), Done: a.done})
 	if err != nil {
-		return a.fail(err)
+		return a.fatal(err)
 	}
 	a.mu.Lock()
 	for k := i; k < j; k++ {
@@ -412,31 +449,40 @@ func (a *Appender) submit(i, j int) error {
 }
 
 // growTo makes the file at least end bytes long, in steps that grow with
-// the file, so that writes land inside it.
+// the file, so that writes land inside it. Growing ahead is an
+// optimisation, never the reason a write fails: when the disk has no room
+// for the step it takes what this write needs, and when it has none for
+// that either it lets the write extend the file, so that the write itself
+// says whether the data fits.
 func (a *Appender) growTo(end int64) error {
 	if !a.grow || end <= a.fileSize {
 		return nil
 	}
 	target := max(end, a.fileSize+min(max(a.fileSize, minGrowth), maxGrowth))
 	err := a.f.Allocate(a.fileSize, target-a.fileSize)
-	if errors.Is(err, syscall.ENOSPC) && target > end {
-		// Growing ahead must not fail a write the disk still has room
-		// for: take just what this write needs.
+	if retryable(err) && target > end {
 		target = end
 		err = a.f.Allocate(a.fileSize, target-a.fileSize)
 	}
 	if errors.Is(err, errors.ErrUnsupported) {
 		err = a.f.Truncate(target)
 	}
+	if retryable(err) {
+		// ext4 may have grown the file by the part it could allocate:
+		// Close cuts it back whatever fileSize says.
+		a.longer = true
+		return nil
+	}
 	if err != nil {
-		return a.fail(err)
+		return a.fatal(err)
 	}
 	a.fileSize = target
 	return nil
 }
 
 // reap waits for one write to complete and frees its slots. The slots of
-// a failed write are marked lost: their bytes stay in memory, never reused.
+// a failed write are marked lost: their bytes stay in memory, never
+// reused until recover has written them.
 func (a *Appender) reap() error {
 	c := a.q.Await(a.done)
 	i := int(c.Token)
@@ -456,15 +502,35 @@ func (a *Appender) reap() error {
 	return nil
 }
 
-// wait waits for every write in flight.
+// wait waits for every write in flight, and reports the first error.
 func (a *Appender) wait() error {
+	var err error
 	for a.inflight > 0 {
-		a.reap()
+		if e := a.reap(); err == nil {
+			err = e
+		}
 	}
-	return a.err
+	if a.err != nil {
+		return a.err
+	}
+	return err
 }
 
+// fail records err, an I/O error: one that can be retried as the fault
+// recover answers, any other as the sticky error.
 func (a *Appender) fail(err error) error {
+	if a.err != nil {
+		return a.err
+	}
+	if retryable(err) {
+		a.fault = err
+		return err
+	}
+	return a.fatal(err)
+}
+
+// fatal makes err the sticky error, unless there is one already.
+func (a *Appender) fatal(err error) error {
 	if a.err == nil {
 		a.err = err
 	}
@@ -474,8 +540,19 @@ func (a *Appender) fail(err error) error {
 // Flush writes everything appended so far, the partial last buffer padded
 // to the alignment, and waits for it. It does not fdatasync.
 func (a *Appender) Flush() error {
-	if a.err != nil {
-		return a.err
+	err := a.flush(true)
+	for try := 0; err != nil && a.again(err, &try); {
+		err = a.flush(true)
+	}
+	return err
+}
+
+// flush is Flush; refit says whether to drop the aligned part of the
+// last buffer once written. Sync refits only after the fdatasync
+// succeeded, so that a failed one finds those bytes still in memory.
+func (a *Appender) flush(refit bool) error {
+	if err := a.recover(); err != nil {
+		return err
 	}
 	s := &a.slots[a.cur]
 	end := a.cur
@@ -494,21 +571,36 @@ func (a *Appender) Flush() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s.state = filling
-	a.refit(s)
+	if refit {
+		a.refit(s)
+	}
 	return nil
 }
 
 // Sync flushes and makes the data durable with fdatasync, and a size that
 // covers it: the file may run past the logical size (grown ahead, or the
-// padding of the last block) until Close.
+// padding of the last block) until Close. A Sync that fails with an error
+// that can be retried keeps every byte past Synced that is still in
+// memory to write again: the next Sync writes them and fdatasyncs anew.
 func (a *Appender) Sync() error {
-	if err := a.Flush(); err != nil {
+	err := a.syncOnce()
+	for try := 0; err != nil && a.again(err, &try); {
+		err = a.syncOnce()
+	}
+	return err
+}
+
+func (a *Appender) syncOnce() error {
+	if err := a.flush(false); err != nil {
 		return err
 	}
 	if err := a.sync(); err != nil {
 		return err
 	}
 	a.synced = a.size
+	a.mu.Lock()
+	a.refit(&a.slots[a.cur])
+	a.mu.Unlock()
 	return nil
 }
 
@@ -520,27 +612,24 @@ func (a *Appender) Sync() error {
 // (BenchmarkSyncEvery/n=1, ext4 on virtio).
 func (a *Appender) sync() error {
 	if err := a.f.Sync(); err != nil {
-		return a.fail(err)
+		return a.syncFailed(err)
 	}
 	return nil
 }
 
 // Close flushes, truncates the file to its logical size, fdatasyncs (unless
-// Options.NoSync), closes the file and returns the buffers. It reports the
+// Options.NoSync), closes the file and returns the buffers. Bytes a
+// failed write or Sync left to write again are written first (and, with
+// a Retry policy, retried until its Context ends). It reports the
 // first error on the way; the buffers and the file are released whatever
 // happens. A Close that fails cuts the file back to Synced: what grew
 // ahead, padding and bytes never made durable go, so the file holds
 // exactly what the last successful Sync acknowledged, never a tail of
 // zeros.
 func (a *Appender) Close() error {
-	err := a.Flush()
-	if err == nil {
-		err = a.trimTo(a.size)
-	}
-	if err == nil && !a.noSync {
-		if err = a.sync(); err == nil {
-			a.synced = a.size
-		}
+	err := a.closeOnce()
+	for try := 0; err != nil && a.again(err, &try); {
+		err = a.closeOnce()
 	}
 	a.release() // after it no write is in flight that could extend the file again
 	if err != nil {
@@ -550,6 +639,21 @@ func (a *Appender) Close() error {
 	}
 	if cerr := a.f.Close(); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// closeOnce is what Close does before it releases the file: everything
+// written, cut to the logical size and made durable.
+func (a *Appender) closeOnce() error {
+	err := a.flush(false)
+	if err == nil {
+		err = a.trimTo(a.size)
+	}
+	if err == nil && !a.noSync {
+		if err = a.sync(); err == nil {
+			a.synced = a.size
+		}
 	}
 	return err
 }

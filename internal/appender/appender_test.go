@@ -174,7 +174,9 @@ func TestSharedPoolDoesNotMerge(t *testing.T) {
 }
 
 // TestMergedWriteFails: an EIO on a merged write, or on a pool buffer's
-// write, is sticky, and Close reports it and still releases everything.
+// write, is returned once and costs nothing: the next Write writes the
+// lost buffers again, and Close leaves exactly the bytes Write counted,
+// every buffer back in the pool.
 func TestMergedWriteFails(t *testing.T) {
 	for _, p := range testenv.Policies() {
 		for _, shared := range []bool{false, true} {
@@ -186,7 +188,7 @@ func TestMergedWriteFails(t *testing.T) {
 }
 
 func testWriteFails(t *testing.T, p fallback.Policy, shared bool) {
-	f, _ := open(t, p)
+	f, path := open(t, p)
 	rec := &recorder{delay: time.Millisecond, failAt: 100_000}
 	o := Options{BufferSize: 4096, Buffers: 8, MaxWrite: 16384}
 	if shared {
@@ -200,17 +202,27 @@ func testWriteFails(t *testing.T, p fallback.Policy, shared bool) {
 	}
 	a, err := New(fallback.WithFaults(f, rec), o)
 	require.NoError(t, err)
+	var want []byte
 	var werr error
 	for i := 0; i < 1000 && werr == nil; i++ {
-		_, werr = a.Write(make([]byte, 1000))
+		chunk := bytes.Repeat([]byte{byte(i) | 1}, 1000)
+		var n int
+		n, werr = a.Write(chunk)
+		want = append(want, chunk[:n]...)
 	}
 	if werr == nil {
 		werr = a.Flush()
 	}
 	require.ErrorIs(t, werr, syscall.EIO)
-	_, err = a.Write([]byte{1})
-	require.ErrorIs(t, err, syscall.EIO, "the error is sticky")
-	require.ErrorIs(t, a.Close(), syscall.EIO)
+	require.NoError(t, a.Err(), "EIO is not sticky")
+	more := bytes.Repeat([]byte{0xee}, 50_000)
+	n, err := a.Write(more)
+	require.NoError(t, err, "the cause is gone: the lost buffers are written again")
+	want = append(want, more[:n]...)
+	require.NoError(t, a.Close())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "the file holds every byte Write counted: %d, want %d", len(got), len(want))
 }
 
 // TestDefaults: the default ring holds two merged writes, MaxWrite is at

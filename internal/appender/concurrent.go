@@ -33,7 +33,7 @@ func lockerOr(l sync.Locker) sync.Locker {
 func (a *Appender) writeSmall(hdr, p []byte) bool {
 	s := &a.slots[a.cur]
 	k := len(hdr) + len(p)
-	if a.err != nil || k >= len(s.buf)-s.n {
+	if a.err != nil || a.fault != nil || k >= len(s.buf)-s.n {
 		return false
 	}
 	copy(s.buf[s.n:], hdr)

@@ -32,13 +32,13 @@ func (a *Appender) refit(s *slot) {
 // trimTo truncates the file to size when it runs past it: at Close, to
 // the logical size, so that the padding and what was grown ahead go.
 func (a *Appender) trimTo(size int64) error {
-	if a.fileSize <= size {
+	if a.fileSize <= size && !a.longer {
 		return nil
 	}
 	if err := a.f.Truncate(size); err != nil {
 		return a.fail(err)
 	}
-	a.fileSize = size
+	a.fileSize, a.longer = size, false
 	return nil
 }
 

@@ -26,6 +26,32 @@ type Fault struct {
 	Rules []faults.Rule
 	Errno syscall.Errno // 0: transient, nothing may surface
 	Kinds []string      // kinds of fault (faults.Plan.Injected) the run must have injected
+
+	// Recovers says the fault ends (its rules fail a few calls, then let
+	// every one through): once it surfaced, a Sync must succeed within a
+	// few tries, writing goes on, and everything acknowledged, before the
+	// fault and after it, reads back after a Close that succeeds.
+	Recovers bool
+}
+
+// Recovering is the table of faults that pass, as a full disk does once
+// space is freed: from the n-th call of each of ops, times calls fail with
+// EIO, ENOSPC or EDQUOT, and every later one succeeds.
+func Recovering(times int, ops ...direct.Op) []Fault {
+	var table []Fault
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EDQUOT} {
+		for _, op := range ops {
+			for _, n := range []int{0, 3, 17} {
+				table = append(table, Fault{
+					Name:     fmt.Sprintf("%s/%v/%d+%d", errno, op, n, times),
+					Rules:    []faults.Rule{{Op: op, After: n, Times: times, Fault: direct.Fault{Err: errno}}},
+					Errno:    errno,
+					Recovers: true,
+				})
+			}
+		}
+	}
+	return table
 }
 
 // Failures is the table of lasting faults: the n-th call of each of ops
@@ -75,10 +101,11 @@ type Writer interface {
 
 // FaultTest runs a table of faults against one package's writer, for every
 // I/O policy worth testing here, and holds each run to the contract: a
-// lasting fault surfaces with its errno and stays (Append and Sync keep
-// returning it), a transient one never surfaces, what was acknowledged
-// reads back, the Pool is back to full, and no goroutine or descriptor is
-// left behind.
+// lasting fault surfaces with its errno and stays (Sync keeps returning
+// it), a fault that passes surfaces and
+// then costs nothing (Recovers), a transient one never surfaces, what was
+// acknowledged reads back, the Pool is back to full, and no goroutine or
+// descriptor is left behind.
 type FaultTest struct {
 	// Open makes the writer under test in dir with policy p and the plan
 	// as its Faults, and returns the Pool it draws from (nil: none).
@@ -111,16 +138,37 @@ func (ft FaultTest) run(t *testing.T, p fallback.Policy, f Fault) {
 			failure = w.Sync()
 		}
 	}
-	if f.Errno != 0 {
+	switch {
+	case f.Errno != 0 && f.Recovers:
 		require.Error(t, failure, "the injected fault never surfaced")
 		require.ErrorIs(t, failure, f.Errno)
-		assert.ErrorIs(t, w.Append(ft.Appends), f.Errno, "the error is sticky for Append")
-		assert.ErrorIs(t, w.Sync(), f.Errno, "the error is sticky for Sync")
+		var err error
+		for range 8 {
+			if err = w.Sync(); err == nil {
+				break
+			}
+			require.ErrorIs(t, err, f.Errno)
+		}
+		require.NoError(t, err, "a Sync after the cause is gone succeeds")
+		for i := ft.Appends; i < ft.Appends+3*max(ft.SyncEvery, 10); i++ {
+			require.NoError(t, w.Append(i), "writing goes on")
+		}
+		require.NoError(t, w.Sync())
+		w.Finish(t, 0)
+	case f.Errno != 0:
+		require.Error(t, failure, "the injected fault never surfaced")
+		require.ErrorIs(t, failure, f.Errno)
+		// Append need not fail: it writes again only what waits to be
+		// written in full buffers, and a failed fdatasync or padded tail
+		// leaves none. Sync must.
+		w.Append(ft.Appends)
+		assert.ErrorIs(t, w.Sync(), f.Errno, "the error stays for Sync while its cause does")
 		assert.NotEmpty(t, plan.Injected())
-	} else {
+		w.Finish(t, f.Errno)
+	default:
 		require.NoError(t, failure, "a transient fault surfaced")
+		w.Finish(t, f.Errno)
 	}
-	w.Finish(t, f.Errno)
 
 	if pool != nil {
 		assert.Zero(t, pool.Stats().InUse, "buffers leaked")

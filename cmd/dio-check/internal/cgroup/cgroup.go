@@ -1,7 +1,12 @@
 // Package cgroup makes the memory cgroup dio-check pressure runs its work
 // in: cgroup v2 where the unified hierarchy has the memory controller, else
-// the v1 memory hierarchy. Every path is under a root given by the caller,
-// so tests run it against a fake cgroupfs in a temporary directory.
+// the v1 memory hierarchy. The cgroup goes under the caller's own, as
+// systemd-run --scope puts a scope in the caller's slice, so that a tool
+// run in a delegated subtree stays inside it; what New enables on the way
+// (v2's controllers in a parent's cgroup.subtree_control) Remove takes back,
+// so that the system is left as it was found. Every path is under a root
+// given by the caller, so tests run it against a fake cgroupfs in a
+// temporary directory.
 package cgroup
 
 import (
@@ -13,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,10 +43,16 @@ const (
 	V2 Version = 2
 )
 
-// Roots are where the hierarchies are mounted; an empty one is absent.
+// Roots are where the hierarchies are mounted, an empty one absent, and
+// the caller's own cgroup in each (from /proc/self/cgroup), "/" or empty
+// for the hierarchy's root.
 type Roots struct {
 	V2       string // the unified (cgroup2) hierarchy
 	V1Memory string // the v1 hierarchy with the memory controller
+	V1Blkio  string // the v1 hierarchy with the blkio controller
+
+	SelfV2       string // the caller's cgroup in V2, such as "/user.slice/session-1.scope"
+	SelfV1Memory string // the caller's cgroup in V1Memory
 }
 
 // FS is the file system the package works through: the real one, or a
@@ -53,6 +65,9 @@ type FS interface {
 	// OpenRW opens an existing file for reading and writing through one
 	// descriptor, as v2's memory.peak keeps a reset per open file.
 	OpenRW(name string) (File, error)
+	// ReadDir lists a directory: in a cgroup, its child cgroups and
+	// control files.
+	ReadDir(name string) ([]fs.DirEntry, error)
 }
 
 // File is an open control file.
@@ -91,13 +106,49 @@ func (OS) Rmdir(name string) error { return os.Remove(name) }
 // OpenRW opens an existing file for reading and writing.
 func (OS) OpenRW(name string) (File, error) { return os.OpenFile(name, os.O_RDWR, 0) }
 
-// Discover finds the hierarchies in /proc/self/mountinfo.
+// ReadDir lists a directory.
+func (OS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+
+// Discover finds the hierarchies in /proc/self/mountinfo and the caller's
+// cgroups in /proc/self/cgroup.
 func Discover() (Roots, error) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return Roots{}, err
 	}
-	return parseMountinfo(data), nil
+	r := parseMountinfo(data)
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return Roots{}, err
+	}
+	r.SelfV2, r.SelfV1Memory = parseSelf(self)
+	return r, nil
+}
+
+// parseSelf reads cgroups(7)'s /proc/PID/cgroup, lines of
+// "ID:CONTROLLERS:PATH": the unified hierarchy's has ID 0 and no
+// controllers, a v1 hierarchy's names its controllers. A path that is
+// not absolute (a cgroup outside the reader's cgroup namespace shows as
+// "/.." and up) is not one the caller can make a child in: it is taken
+// as the root.
+func parseSelf(data []byte) (v2, v1Memory string) {
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		path := f[2]
+		if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "/..") {
+			path = "/"
+		}
+		switch {
+		case f[0] == "0" && f[1] == "":
+			v2 = path
+		case hasWord([]byte(strings.ReplaceAll(f[1], ",", " ")), "memory"):
+			v1Memory = path
+		}
+	}
+	return v2, v1Memory
 }
 
 // parseMountinfo reads proc(5)'s mountinfo: mount point is field 5; after
@@ -122,8 +173,11 @@ func parseMountinfo(data []byte) Roots {
 			}
 		case "cgroup":
 			for _, o := range strings.Split(g[2], ",") {
-				if o == "memory" && r.V1Memory == "" {
+				switch {
+				case o == "memory" && r.V1Memory == "":
 					r.V1Memory = f[4]
+				case o == "blkio" && r.V1Blkio == "":
+					r.V1Blkio = f[4]
 				}
 			}
 		}
@@ -135,10 +189,25 @@ func parseMountinfo(data []byte) Roots {
 type Cgroup struct {
 	Dir     string
 	Version Version
-	root    string // the hierarchy's root, where Remove moves tasks back
+	root    string // the parent cgroup, where Remove moves tasks back
+	blkio   string // v1: the blkio hierarchy's root, for ThrottleWrites
 	fs      FS
 	peak    File // v2: memory.peak, open since ResetPeak
 	tries   int  // Remove's rounds; 0: removeTries
+
+	// enabled are the v2 controllers New or ThrottleWrites enabled in
+	// a parent's cgroup.subtree_control, which Remove disables again;
+	// throttled are the devices whose v1 blkio rules ThrottleWrites set
+	// at the root, which Remove clears.
+	enabled   []enabled
+	throttled []string
+}
+
+// enabled is a controller enabled in dir's cgroup.subtree_control, and
+// the child cgroups dir had then.
+type enabled struct {
+	dir, controller string
+	children        []string
 }
 
 // Choose returns the root of the hierarchy New would use, and its version.
@@ -152,8 +221,17 @@ func Choose(fsys FS, r Roots) (string, Version, error) {
 	return "", 0, ErrNoController
 }
 
-// New makes the cgroup name under the hierarchy in r that has the memory
-// controller, v2 first, limited to limit bytes of memory.
+// New makes the cgroup name under the caller's own cgroup (r.SelfV2,
+// r.SelfV1Memory) in the hierarchy that has the memory controller, v2
+// first, limited to limit bytes of memory.
+//
+// On v2 a cgroup's children get the memory controller only when it is in
+// the parent's cgroup.subtree_control, and a parent other than the root
+// that has processes of its own (the caller's, typically) may not enable
+// it there. So New takes the nearest of the caller's cgroup and its
+// ancestors that already hands memory down; failing that it enables
+// memory in the caller's cgroup, and failing that in the root, and
+// Remove disables it again.
 func New(fsys FS, r Roots, name string, limit int64) (*Cgroup, error) {
 	if strings.ContainsRune(name, '/') || name == "" || name == "." || name == ".." {
 		return nil, fmt.Errorf("cgroup: bad name %q", name)
@@ -162,35 +240,116 @@ func New(fsys FS, r Roots, name string, limit int64) (*Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c *Cgroup
+	c := &Cgroup{Version: v, blkio: r.V1Blkio, fs: fsys}
 	var limitFile string
 	switch v {
 	case V2:
-		// The root's subtree_control must hand memory to its
-		// children; the root cgroup may, although it has tasks.
-		sub, err := fsys.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
-		if err != nil {
+		if c.root, err = v2Parent(fsys, root, r.SelfV2, &c.enabled); err != nil {
 			return nil, err
 		}
-		if !hasWord(sub, "memory") {
-			if err := fsys.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+memory")); err != nil {
-				return nil, fmt.Errorf("cgroup: enabling the v2 memory controller: %w", err)
-			}
-		}
-		c = &Cgroup{Dir: filepath.Join(root, name), Version: V2, root: root, fs: fsys}
 		limitFile = "memory.max"
 	default:
-		c = &Cgroup{Dir: filepath.Join(root, name), Version: V1, root: root, fs: fsys}
+		c.root = under(root, r.SelfV1Memory)
 		limitFile = "memory.limit_in_bytes"
 	}
+	c.Dir = filepath.Join(c.root, name)
 	if err := fsys.Mkdir(c.Dir); err != nil {
+		c.disable()
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	if err := c.write(limitFile, strconv.FormatInt(limit, 10)); err != nil {
 		fsys.Rmdir(c.Dir)
+		c.disable()
 		return nil, err
 	}
 	return c, nil
+}
+
+// under returns the cgroup self (a path in the hierarchy, "/" or empty
+// for its root) under the hierarchy mounted at root.
+func under(root, self string) string {
+	return filepath.Join(root, filepath.Clean("/"+self))
+}
+
+// v2Parent returns the cgroup to make the memory cgroup in (see New),
+// appending to enabled the directory whose subtree_control it enabled
+// memory in, if any.
+func v2Parent(fsys FS, root, self string, done *[]enabled) (string, error) {
+	own := under(root, self)
+	for dir := own; ; dir = filepath.Dir(dir) {
+		if sub, err := fsys.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && hasWord(sub, "memory") {
+			return dir, nil
+		}
+		if dir == root || len(dir) < len(root) {
+			break
+		}
+	}
+	var err error
+	for _, dir := range []string{own, root} {
+		var e enabled
+		if e, err = enable(fsys, dir, "memory"); err == nil {
+			*done = append(*done, e)
+			return dir, nil
+		}
+		if dir == root {
+			break
+		}
+	}
+	return "", fmt.Errorf("cgroup: enabling the v2 memory controller: %w", err)
+}
+
+// enable writes +controller into dir's cgroup.subtree_control, and
+// returns what disable needs to take it back.
+func enable(fsys FS, dir, controller string) (enabled, error) {
+	e := enabled{dir: dir, controller: controller, children: children(fsys, dir)}
+	return e, fsys.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+controller))
+}
+
+// disable takes back what New and ThrottleWrites enabled, where no other
+// cgroup has come to depend on it: a controller stays enabled in a parent
+// that has a child cgroup it did not have when the controller was enabled
+// (another run's, made meanwhile, which disabling it would take the
+// controller from), and is disabled otherwise; a v1 throttle rule always
+// goes (it names a device only this run made).
+func (c *Cgroup) disable() error {
+	var errs []error
+	if err := c.Unthrottle(); err != nil {
+		errs = append(errs, err)
+	}
+	for i := len(c.enabled) - 1; i >= 0; i-- {
+		e := c.enabled[i]
+		if newChild(children(c.fs, e.dir), e.children) {
+			continue
+		}
+		if err := c.fs.WriteFile(filepath.Join(e.dir, "cgroup.subtree_control"), []byte("-"+e.controller)); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup: disabling %s in %s: %w", e.controller, e.dir, err))
+		}
+	}
+	c.enabled = nil
+	return errors.Join(errs...)
+}
+
+// children returns the names of the cgroup dir's child cgroups, its
+// subdirectories.
+func children(fsys FS, dir string) []string {
+	ents, _ := fsys.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// newChild reports whether now names a child not in before.
+func newChild(now, before []string) bool {
+	for _, n := range now {
+		if !slices.Contains(before, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // v2Memory reports whether the unified hierarchy offers the memory
@@ -217,7 +376,7 @@ func (c *Cgroup) write(file, value string) error {
 }
 
 // Open returns the cgroup at dir, made by New in another process, for Join
-// and the peak.
+// and the peak; its Remove would not take back what New enabled.
 func Open(fsys FS, dir string, v Version) *Cgroup {
 	return &Cgroup{Dir: dir, Version: v, root: filepath.Dir(dir), fs: fsys}
 }
@@ -300,6 +459,86 @@ func (c *Cgroup) readInt(file string) (int64, error) {
 	return strconv.ParseInt(s, 10, 64)
 }
 
+// ErrNoThrottle reports that the hierarchies offer no way to limit a
+// device's writes: neither v1's blkio controller nor v2's io controller.
+var ErrNoThrottle = errors.New("cgroup: no write throttle (neither a v1 blkio hierarchy nor the v2 io controller)")
+
+// v1WriteBps is the v1 blkio file of write limits, lines of "MAJ:MIN
+// BYTES_PER_SECOND"; a limit of 0 removes a device's rule.
+const v1WriteBps = "blkio.throttle.write_bps_device"
+
+// ThrottleWrites limits the writes to the block device dev ("MAJ:MIN") to
+// bps bytes a second, for the cgroup's tasks and for the writeback of the
+// pages they dirty, until Remove.
+//
+// On v1 the rule goes on the blkio hierarchy's root: v1 writeback is
+// issued by the kernel's flusher threads, which run in the root cgroup,
+// so a rule on the cgroup alone would limit its direct writes and not its
+// buffered ones. The rule names the device, so it binds nothing else. On
+// v2 it is the cgroup's io.max, which binds its writeback too (the
+// flusher charges a page's write to the cgroup that dirtied it), with the
+// io controller enabled in the parent if it was not.
+func (c *Cgroup) ThrottleWrites(dev string, bps int64) error {
+	if bps <= 0 {
+		return fmt.Errorf("cgroup: write limit %d: want a positive rate", bps)
+	}
+	if c.Version == V1 {
+		if c.blkio == "" {
+			return ErrNoThrottle
+		}
+		rule := fmt.Sprintf("%s %d", dev, bps)
+		if err := c.fs.WriteFile(filepath.Join(c.blkio, v1WriteBps), []byte(rule)); err != nil {
+			return fmt.Errorf("cgroup: writing %q to %s: %w", rule, v1WriteBps, err)
+		}
+		c.throttled = append(c.throttled, dev)
+		return nil
+	}
+	if sub, err := c.fs.ReadFile(filepath.Join(c.root, "cgroup.subtree_control")); err != nil {
+		return err
+	} else if !hasWord(sub, "io") {
+		if ctl, err := c.fs.ReadFile(filepath.Join(c.root, "cgroup.controllers")); err != nil || !hasWord(ctl, "io") {
+			return ErrNoThrottle
+		}
+		e, err := enable(c.fs, c.root, "io")
+		if err != nil {
+			return fmt.Errorf("cgroup: enabling the v2 io controller: %w", err)
+		}
+		c.enabled = append(c.enabled, e)
+	}
+	return c.write("io.max", fmt.Sprintf("%s wbps=%d", dev, bps))
+}
+
+// Unthrottle clears the v1 write limits ThrottleWrites set, which name
+// their devices at the blkio root, where they outlive the cgroup; Remove
+// calls it too. A v2 limit goes with its cgroup.
+func (c *Cgroup) Unthrottle() error {
+	var errs []error
+	for _, dev := range c.throttled {
+		if err := c.fs.WriteFile(filepath.Join(c.blkio, v1WriteBps), []byte(dev+" 0")); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup: clearing the write limit of %s: %w", dev, err))
+		}
+	}
+	c.throttled = nil
+	return errors.Join(errs...)
+}
+
+// CanThrottle reports, as ErrNoThrottle, whether the hierarchy New would
+// use offers no way to limit a device's writes.
+func CanThrottle(fsys FS, r Roots) error {
+	_, v, err := Choose(fsys, r)
+	switch {
+	case err != nil:
+		return err
+	case v == V1 && r.V1Blkio == "":
+		return ErrNoThrottle
+	case v == V2:
+		if ctl, err := fsys.ReadFile(filepath.Join(r.V2, "cgroup.controllers")); err != nil || !hasWord(ctl, "io") {
+			return ErrNoThrottle
+		}
+	}
+	return nil
+}
+
 // Tasks returns the processes in the cgroup.
 func (c *Cgroup) Tasks() ([]int, error) {
 	data, err := c.fs.ReadFile(filepath.Join(c.Dir, "cgroup.procs"))
@@ -322,10 +561,19 @@ func (c *Cgroup) Tasks() ([]int, error) {
 // which can take a while when it was waiting on writeback.
 const removeTries = 250
 
-// Remove moves any task left in the cgroup back to the hierarchy's root
-// and removes the cgroup. A cgroup already gone is not an error.
+// Remove moves any task left in the cgroup back to its parent, removes
+// the cgroup, and takes back what New and ThrottleWrites enabled. A cgroup
+// already gone is not an error.
 func (c *Cgroup) Remove() error {
 	c.closePeak()
+	err := c.rmdir()
+	if derr := c.disable(); err == nil {
+		err = derr
+	}
+	return err
+}
+
+func (c *Cgroup) rmdir() error {
 	tries := c.tries
 	if tries == 0 {
 		tries = removeTries

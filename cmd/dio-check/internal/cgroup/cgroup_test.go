@@ -24,6 +24,7 @@ type fakeFS struct {
 	stuck   map[int]bool // pids that cannot be moved (EPERM)
 	refuse  string       // a control file whose writes fail (EINVAL)
 	resets  int          // writes through OpenRW
+	writes  []string     // what was written to io.max, as "io.max: value"
 }
 
 func newFake(t *testing.T, v Version) *fakeFS {
@@ -36,9 +37,8 @@ func (f *fakeFS) populate(dir string) {
 	files := map[string]string{"cgroup.procs": ""}
 	if f.version == V2 {
 		files["memory.max"], files["memory.peak"], files["memory.current"] = "max\n", "0\n", "0\n"
-		if dir == f.root {
-			files["cgroup.controllers"], files["cgroup.subtree_control"] = "cpuset cpu io memory pids\n", "\n"
-		}
+		files["cgroup.controllers"], files["cgroup.subtree_control"] = "cpuset cpu io memory pids\n", "\n"
+		files["io.max"] = ""
 	} else {
 		files["memory.limit_in_bytes"], files["memory.max_usage_in_bytes"], files["memory.usage_in_bytes"] = "9223372036854771712\n", "0\n", "0\n"
 	}
@@ -48,6 +48,8 @@ func (f *fakeFS) populate(dir string) {
 }
 
 func (f *fakeFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+func (f *fakeFS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name) }
 
 func (f *fakeFS) WriteFile(name string, data []byte) error {
 	if _, err := os.Stat(name); err != nil {
@@ -69,7 +71,46 @@ func (f *fakeFS) WriteFile(name string, data []byte) error {
 		f.forget(pid)
 		return f.appendPid(name, pid)
 	case "cgroup.subtree_control":
-		return os.WriteFile(name, []byte(strings.TrimPrefix(string(data), "+")+"\n"), 0o644)
+		// cgroup v2's no-internal-process rule: a cgroup other than
+		// the root that has tasks cannot hand a controller down.
+		dir := filepath.Dir(name)
+		if dir != f.root && strings.Contains(string(data), "+") && len(f.pids(filepath.Join(dir, "cgroup.procs"))) > 0 {
+			return &os.PathError{Op: "write", Path: name, Err: syscall.EBUSY}
+		}
+		old, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		on := strings.Fields(string(old))
+		for _, w := range strings.Fields(string(data)) {
+			c := w[1:]
+			switch {
+			case w[0] == '+' && !slices.Contains(on, c):
+				on = append(on, c)
+			case w[0] == '-':
+				on = slices.DeleteFunc(on, func(s string) bool { return s == c })
+			}
+		}
+		return os.WriteFile(name, []byte(strings.Join(on, " ")+"\n"), 0o644)
+	case "io.max":
+		f.writes = append(f.writes, base+": "+string(data))
+	case "blkio.throttle.write_bps_device":
+		// Lines of "MAJ:MIN BPS"; 0 removes the device's.
+		dev, bps, _ := strings.Cut(string(data), " ")
+		old, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(string(old)), "\n") {
+			if l != "" && !strings.HasPrefix(l, dev+" ") {
+				lines = append(lines, l)
+			}
+		}
+		if bps != "0" {
+			lines = append(lines, string(data))
+		}
+		return os.WriteFile(name, []byte(strings.Join(lines, "\n")), 0o644)
 	}
 	return os.WriteFile(name, append(data, '\n'), 0o644)
 }
@@ -285,4 +326,133 @@ func TestV2PeakNotResettable(t *testing.T) {
 	assert.EqualValues(t, 777, peak)
 	require.NoError(t, c.Remove())
 	assert.NoDirExists(t, c.Dir)
+}
+
+// TestV2UnderOwnCgroup makes the cgroup under the caller's own: beside it,
+// in the nearest ancestor that hands memory down (a systemd slice); else
+// the root's subtree_control gets memory, and loses it again at Remove,
+// unless another cgroup made meanwhile came to depend on it.
+func TestV2UnderOwnCgroup(t *testing.T) {
+	f := newFake(t, V2)
+	slice, scope := filepath.Join(f.root, "user.slice"), filepath.Join(f.root, "user.slice", "session-1.scope")
+	require.NoError(t, f.Mkdir(slice))
+	require.NoError(t, f.Mkdir(scope))
+	require.NoError(t, f.appendPid(filepath.Join(scope, "cgroup.procs"), 4242))
+	r := Roots{V2: f.root, SelfV2: "/user.slice/session-1.scope"}
+
+	// The scope has a task: it cannot hand memory down, and nothing
+	// above it does. The root can.
+	c, err := New(f, r, "dio-test", 256<<20)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(f.root, "dio-test"), c.Dir)
+	assert.Equal(t, "memory", f.read(t, "cgroup.subtree_control"))
+	require.NoError(t, c.Remove())
+	assert.Empty(t, f.read(t, "cgroup.subtree_control"), "+memory left in the root's subtree_control")
+	assert.NoDirExists(t, c.Dir)
+
+	// Another run's cgroup made meanwhile keeps the controller.
+	c, err = New(f, r, "dio-test", 256<<20)
+	require.NoError(t, err)
+	require.NoError(t, f.Mkdir(filepath.Join(f.root, "other-run")))
+	require.NoError(t, c.Remove())
+	assert.Equal(t, "memory", f.read(t, "cgroup.subtree_control"), "disabled under another run's cgroup")
+	require.NoError(t, f.Rmdir(filepath.Join(f.root, "other-run")))
+	require.NoError(t, f.WriteFile(filepath.Join(f.root, "cgroup.subtree_control"), []byte("-memory")))
+
+	// A slice that hands memory down takes the cgroup, beside the
+	// caller's scope, and nothing is enabled anywhere.
+	require.NoError(t, f.WriteFile(filepath.Join(slice, "cgroup.subtree_control"), []byte("+memory")))
+	c, err = New(f, r, "dio-test", 256<<20)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(slice, "dio-test"), c.Dir)
+	assert.Empty(t, f.read(t, "cgroup.subtree_control"))
+	require.NoError(t, c.Join(4242))
+	require.NoError(t, c.Remove())
+	assert.Equal(t, "memory", f.read(t, "user.slice", "cgroup.subtree_control"), "the slice's own setting was taken away")
+	assert.Equal(t, []int{4242}, f.pids(filepath.Join(slice, "cgroup.procs")), "Remove moves tasks to the parent")
+
+	// A caller's own cgroup without tasks (delegated, the caller's
+	// process elsewhere) gets memory enabled and disabled again.
+	require.NoError(t, f.WriteFile(filepath.Join(slice, "cgroup.subtree_control"), []byte("-memory")))
+	f.writePids(filepath.Join(slice, "cgroup.procs"), nil)
+	c, err = New(f, Roots{V2: f.root, SelfV2: "/user.slice"}, "dio-test", 256<<20)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(slice, "dio-test"), c.Dir)
+	require.NoError(t, c.Remove())
+	assert.Empty(t, f.read(t, "user.slice", "cgroup.subtree_control"))
+	assert.Empty(t, f.read(t, "cgroup.subtree_control"))
+}
+
+func TestV1UnderOwnCgroup(t *testing.T) {
+	f := newFake(t, V1)
+	own := filepath.Join(f.root, "process_api", "abc")
+	require.NoError(t, os.MkdirAll(filepath.Dir(own), 0o755))
+	require.NoError(t, f.Mkdir(own))
+	c, err := New(f, Roots{V1Memory: f.root, SelfV1Memory: "/process_api/abc"}, "dio-test", 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(own, "dio-test"), c.Dir)
+	require.NoError(t, c.Join(7))
+	require.NoError(t, c.Remove())
+	assert.NoDirExists(t, c.Dir)
+	assert.Equal(t, []int{7}, f.pids(filepath.Join(own, "cgroup.procs")), "Remove moves tasks to the parent")
+}
+
+func TestParseSelf(t *testing.T) {
+	// From this machine, and a systemd host's unified line.
+	v2, v1 := parseSelf([]byte("9:name=systemd:/\n4:memory:/process_api/38d6\n1:cpu,cpuacct:/\n0::/\n"))
+	assert.Equal(t, "/", v2)
+	assert.Equal(t, "/process_api/38d6", v1)
+	v2, v1 = parseSelf([]byte("0::/user.slice/user-0.slice/session-3.scope\n"))
+	assert.Equal(t, "/user.slice/user-0.slice/session-3.scope", v2)
+	assert.Empty(t, v1)
+	v2, _ = parseSelf([]byte("0::/../../init.scope\n"))
+	assert.Equal(t, "/", v2, "a cgroup outside the namespace")
+}
+
+func TestThrottleWrites(t *testing.T) {
+	t.Run("v1", func(t *testing.T) {
+		mem, blk := newFake(t, V1), t.TempDir()
+		rules := filepath.Join(blk, "blkio.throttle.write_bps_device")
+		require.NoError(t, os.WriteFile(rules, []byte("8:0 1000"), 0o644))
+		c, err := New(mem, Roots{V1Memory: mem.root, V1Blkio: blk}, "dio-test", 1<<30)
+		require.NoError(t, err)
+		require.NoError(t, CanThrottle(mem, Roots{V1Memory: mem.root, V1Blkio: blk}))
+		require.NoError(t, c.ThrottleWrites("7:3", 200<<20))
+		got, _ := os.ReadFile(rules)
+		assert.Equal(t, "8:0 1000\n7:3 209715200", string(got), "the rule goes on the blkio root")
+		require.NoError(t, c.Unthrottle())
+		got, _ = os.ReadFile(rules)
+		assert.Equal(t, "8:0 1000", string(got), "Unthrottle clears the rule, and only it")
+		require.NoError(t, c.ThrottleWrites("7:3", 100<<20))
+		require.NoError(t, c.Remove())
+		got, _ = os.ReadFile(rules)
+		assert.Equal(t, "8:0 1000", string(got), "Remove clears the rule, and only it")
+		assert.Error(t, c.ThrottleWrites("7:3", 0))
+	})
+	t.Run("v2", func(t *testing.T) {
+		f := newFake(t, V2)
+		c, err := New(f, Roots{V2: f.root}, "dio-test", 1<<30)
+		require.NoError(t, err)
+		require.NoError(t, CanThrottle(f, Roots{V2: f.root}))
+		require.NoError(t, c.ThrottleWrites("7:3", 200<<20))
+		assert.Equal(t, "memory io", f.read(t, "cgroup.subtree_control"))
+		assert.Equal(t, []string{"io.max: 7:3 wbps=209715200"}, f.writes)
+		require.NoError(t, c.Remove())
+		assert.Empty(t, f.read(t, "cgroup.subtree_control"), "io and memory left enabled")
+	})
+	t.Run("none", func(t *testing.T) {
+		f := newFake(t, V1)
+		c, err := New(f, Roots{V1Memory: f.root}, "dio-test", 1<<30)
+		require.NoError(t, err)
+		assert.ErrorIs(t, c.ThrottleWrites("7:3", 1<<20), ErrNoThrottle)
+		assert.ErrorIs(t, CanThrottle(f, Roots{V1Memory: f.root}), ErrNoThrottle)
+		require.NoError(t, c.Remove())
+		v2 := newFake(t, V2)
+		require.NoError(t, os.WriteFile(filepath.Join(v2.root, "cgroup.controllers"), []byte("memory pids\n"), 0o644))
+		c, err = New(v2, Roots{V2: v2.root}, "dio-test", 1<<30)
+		require.NoError(t, err)
+		assert.ErrorIs(t, CanThrottle(v2, Roots{V2: v2.root}), ErrNoThrottle)
+		assert.ErrorIs(t, c.ThrottleWrites("7:3", 1<<20), ErrNoThrottle)
+		require.NoError(t, c.Remove())
+	})
 }

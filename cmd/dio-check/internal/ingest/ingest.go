@@ -76,6 +76,18 @@ type Result struct {
 	Elapsed        time.Duration
 	PageCacheBytes int64 // bytes of the outputs resident in the page cache at the end
 	OutputBytes    int64 // bytes of the outputs
+	// CPU is the whole process's CPU time over Elapsed (see ProcessCPU),
+	// or -1 where it cannot be read.
+	CPU time.Duration
+}
+
+// cpuSince returns the process's CPU time since c0 (ProcessCPU's), or -1.
+func cpuSince(c0 time.Duration, ok bool) time.Duration {
+	c1, ok1 := ProcessCPU()
+	if !ok || !ok1 {
+		return -1
+	}
+	return c1 - c0
 }
 
 // MiBs returns the payload throughput in MiB/s.
@@ -134,6 +146,7 @@ func Run(c Config) (Result, error) {
 		value[i] = byte(i*7 + 1)
 	}
 	start := time.Now()
+	c0, cpuOK := ProcessCPU()
 	eph, err := ephemeral.Create(c.Dir, &ephemeral.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy})
 	if err != nil {
 		return Result{}, unavailable(err)
@@ -156,11 +169,11 @@ func Run(c Config) (Result, error) {
 		} else {
 			err = eph.Flush()
 		}
-		res.Elapsed = time.Since(start)
+		res.Elapsed, res.CPU = time.Since(start), cpuSince(c0, cpuOK)
 	case Seq:
 		var work string
 		work, err = c.delta(eph)
-		res.Elapsed = time.Since(start)
+		res.Elapsed, res.CPU = time.Since(start), cpuSince(c0, cpuOK)
 		if err == nil {
 			defer c.remove(work)
 			res.PageCacheBytes, res.OutputBytes, err = residentPath(filepath.Join(work, deltaFile))

@@ -67,6 +67,7 @@ type ReadResult struct {
 	Reads   int64
 	Bytes   int64 // blob bytes returned
 	Elapsed time.Duration
+	CPU     time.Duration // the whole process's over Elapsed (see ProcessCPU), or -1
 	// PageCacheBytes is how much of the file was resident in the page
 	// cache when the run ended; it started at none (see DropCache), or
 	// all with Cached. A direct run leaves none, except on btrfs: it reads
@@ -217,6 +218,7 @@ func (c ReadConfig) batches(r blobsReader) (ReadResult, error) {
 	offs := make([]int64, c.Batch)
 	var res ReadResult
 	start := time.Now()
+	c0, cpuOK := ProcessCPU()
 	deadline := start.Add(c.Duration)
 	for time.Now().Before(deadline) {
 		for i := range offs {
@@ -231,7 +233,7 @@ func (c ReadConfig) batches(r blobsReader) (ReadResult, error) {
 		}
 		res.Reads += int64(len(offs))
 	}
-	res.Elapsed = time.Since(start)
+	res.Elapsed, res.CPU = time.Since(start), cpuSince(c0, cpuOK)
 	return res, nil
 }
 
@@ -320,10 +322,11 @@ func (c ReadConfig) parallel(newRead func() (read func(off int64) (int64, error)
 	}
 	ready.Wait()
 	start := time.Now()
+	c0, cpuOK := ProcessCPU()
 	deadline = start.Add(c.Duration)
 	close(begin)
 	wg.Wait()
-	res := ReadResult{Elapsed: time.Since(start)}
+	res := ReadResult{Elapsed: time.Since(start), CPU: cpuSince(c0, cpuOK)}
 	for _, t := range tallies {
 		if t.err != nil {
 			return ReadResult{}, t.err

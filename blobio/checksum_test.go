@@ -1,0 +1,396 @@
+package blobio_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// sumBlobs are the blobs the checksum tests write: empty, short-header,
+// long-header, one past the Writer's small-copy limit, one larger than a
+// read buffer, and compressible ones (zstd with Options.Compression).
+func sumBlobs() [][]byte {
+	return [][]byte{
+		{},
+		[]byte("x"),
+		content(1, 100),
+		content(2, 123), // 127 with its CRC: the longest 1-byte header
+		content(3, 124), // 128 with it: a 4-byte header
+		content(4, 4000),
+		content(5, 5000),
+		bytes.Repeat([]byte("compressible "), 1000),
+		content(6, 300<<10),
+	}
+}
+
+// writeSummed writes sumBlobs with Checksum (and c) and returns the path,
+// the offsets and the file's size.
+func writeSummed(t *testing.T, c blobio.Compression) (string, []int64, int64) {
+	t.Helper()
+	path := filepath.Join(testenv.Dir(t), "summed.blob")
+	w, err := blobio.Create(path, &blobio.Options{Checksum: true, Compression: c})
+	require.NoError(t, err)
+	var offs []int64
+	for _, b := range sumBlobs() {
+		off, err := w.WriteBlob(b)
+		require.NoError(t, err)
+		offs = append(offs, off)
+	}
+	size := w.Size()
+	require.NoError(t, w.Close())
+	return path, offs, size
+}
+
+// readAllWays reads every blob at offs through ReadBlob, ReadBlobs and a
+// Scanner, requiring the three to agree, and returns ReadBlob's.
+func readAllWays(t *testing.T, r *blobio.Reader, offs []int64) [][]byte {
+	t.Helper()
+	var got [][]byte
+	for _, off := range offs {
+		b, err := r.ReadBlob(off, nil)
+		require.NoError(t, err, "ReadBlob at %d", off)
+		got = append(got, b)
+	}
+	require.NoError(t, r.ReadBlobs(offs, func(i int, blob []byte) error {
+		assert.True(t, bytes.Equal(got[i], blob), "ReadBlobs at %d", offs[i])
+		return nil
+	}))
+	s := blobio.NewScanner(r)
+	i := 0
+	for ; s.Scan(); i++ {
+		require.Less(t, i, len(offs))
+		assert.Equal(t, offs[i], s.Offset())
+		assert.True(t, bytes.Equal(got[i], s.Bytes()), "Scanner at %d", s.Offset())
+	}
+	require.NoError(t, s.Err())
+	assert.Equal(t, len(offs), i)
+	assert.False(t, s.Torn())
+	return got
+}
+
+// TestChecksumRoundTrip: with Checksum every blob reads back as written,
+// through ReadBlob, ReadBlobs and the Scanner, compressed or not; and the
+// file is still a file of blobs to a reader without the option (Neon's):
+// an uncompressed blob is its payload and 4 bytes of CRC, and a zstd one
+// still decodes to its payload, the CRC riding in a skippable frame.
+func TestChecksumRoundTrip(t *testing.T) {
+	for _, c := range []blobio.Compression{blobio.None, blobio.Zstd} {
+		t.Run(c.String(), func(t *testing.T) {
+			path, offs, size := writeSummed(t, c)
+			want := sumBlobs()
+			r, err := blobio.Open(path, &blobio.Options{Checksum: true})
+			require.NoError(t, err)
+			got := readAllWays(t, r, offs)
+			require.Len(t, got, len(want))
+			for i := range want {
+				assert.True(t, bytes.Equal(want[i], got[i]), "blob %d", i)
+			}
+			require.NoError(t, r.Close())
+
+			r, err = blobio.Open(path, nil)
+			require.NoError(t, err)
+			defer r.Close()
+			zstdSeen := false
+			for i, off := range offs {
+				raw, err := r.ReadBlob(off, nil)
+				require.NoError(t, err)
+				if bytes.Equal(raw, want[i]) {
+					zstdSeen = true // decoded through the skippable frame
+					continue
+				}
+				require.Len(t, raw, len(want[i])+4, "blob %d without the option", i)
+				assert.Equal(t, want[i], raw[:len(want[i])])
+			}
+			assert.Equal(t, c == blobio.Zstd, zstdSeen, "zstd blobs decode to their payload without the option")
+			assert.Equal(t, size, r.Size())
+		})
+	}
+}
+
+// flip xors one byte of the file at off.
+func flip(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, off)
+	require.NoError(t, err)
+	b[0] ^= 0x10
+	_, err = f.WriteAt(b, off)
+	require.NoError(t, err)
+}
+
+// requireCorruptAt requires err to match ErrCorrupt with a *CorruptError
+// at off.
+func requireCorruptAt(t *testing.T, err error, off int64, msg string) {
+	t.Helper()
+	require.ErrorIs(t, err, blobio.ErrCorrupt, msg)
+	var ce *blobio.CorruptError
+	require.ErrorAs(t, err, &ce, msg)
+	assert.Equal(t, off, ce.Off, msg)
+}
+
+// TestChecksumFlippedByte: a payload byte flipped in the middle of the
+// file is ErrCorrupt at the blob's offset from ReadBlob, ReadBlobs and the
+// Scanner, bounded or not (blobs follow it, so it is no torn tail), and
+// never data. Without the option the same file hands the byte back.
+func TestChecksumFlippedByte(t *testing.T) {
+	for _, c := range []blobio.Compression{blobio.None, blobio.Zstd} {
+		t.Run(c.String(), func(t *testing.T) {
+			path, offs, size := writeSummed(t, c)
+			const k = 5 // content(4, 4000): 4-byte header
+			flip(t, path, (offs[k]+offs[k+1])/2)
+			for _, o := range []*blobio.Options{{Checksum: true}, {Checksum: true, Size: size}} {
+				r, err := blobio.Open(path, o)
+				require.NoError(t, err)
+				_, err = r.ReadBlob(offs[k], nil)
+				requireCorruptAt(t, err, offs[k], "ReadBlob")
+				assert.Contains(t, err.Error(), "checksum mismatch")
+				_, err = r.ReadBlob(offs[k-1], nil)
+				require.NoError(t, err, "its neighbour")
+
+				err = r.ReadBlobs(offs, func(i int, blob []byte) error {
+					assert.NotEqual(t, k, i, "the corrupt blob was delivered")
+					return nil
+				})
+				requireCorruptAt(t, err, offs[k], "ReadBlobs")
+
+				s := blobio.NewScanner(r)
+				n := 0
+				for s.Scan() {
+					n++
+				}
+				assert.Equal(t, k, n)
+				requireCorruptAt(t, s.Err(), offs[k], "Scanner")
+				assert.False(t, s.Torn())
+				require.NoError(t, r.Close())
+			}
+
+			if c == blobio.None {
+				r, err := blobio.Open(path, nil)
+				require.NoError(t, err)
+				got, err := r.ReadBlob(offs[k], nil)
+				require.NoError(t, err, "without checksums the format cannot tell")
+				assert.NotEqual(t, sumBlobs()[k], got[:len(got)-4])
+				require.NoError(t, r.Close())
+			}
+		})
+	}
+}
+
+// TestChecksumHeader: a header whose compression bits flipped (0x80 into
+// 0x90) and a ReadBlob at an offset inside a record, whose "header" is a
+// payload byte, are ErrCorrupt; without the option the second returns
+// bytes as a blob (issue 24: ReadBlob(3) returned 108 bytes and nil).
+func TestChecksumHeader(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "inside.blob")
+	w, err := blobio.Create(path, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	a := bytes.Repeat([]byte{'a'}, 200) // 'a' (97) read as a 1-byte header: 97 bytes follow
+	first, err := w.WriteBlob(a)
+	require.NoError(t, err)
+	second, err := w.WriteBlob(content(7, 300))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.Equal(t, int64(0), first)
+
+	r, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	got, err := r.ReadBlob(5, nil)
+	require.NoError(t, err, "without checksums a payload byte is a header")
+	assert.Len(t, got, 97)
+	require.NoError(t, r.Close())
+
+	r, err = blobio.Open(path, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	_, err = r.ReadBlob(5, nil)
+	requireCorruptAt(t, err, 5, "ReadBlob inside a record")
+	err = r.ReadBlobs([]int64{first, 5}, func(int, []byte) error { return nil })
+	requireCorruptAt(t, err, 5, "ReadBlobs inside a record")
+	require.NoError(t, r.Close())
+
+	flip(t, path, second) // 0x80 → 0x90: the blob now claims zstd
+	r, err = blobio.Open(path, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	defer r.Close()
+	_, err = r.ReadBlob(second, nil)
+	requireCorruptAt(t, err, second, "compression bits")
+	assert.Contains(t, err.Error(), "checksum")
+}
+
+// TestChecksumTornTail: a crash that tore the last blob (its last sectors
+// never written, zeros grown ahead after it), or cut the file inside it,
+// ends a checksummed scan without Options.Size at that blob, with Err() ==
+// nil, Torn() and End() at its offset, where OpenAppend goes on; with
+// Options.Size covering it, the same blob is ErrCorrupt.
+func TestChecksumTornTail(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tear func(t *testing.T, path string, last, size int64)
+	}{
+		{"zeroed-then-zeros", func(t *testing.T, path string, last, size int64) {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			require.NoError(t, err)
+			defer f.Close()
+			_, err = f.WriteAt(make([]byte, size-last-10), last+10) // the blob's tail never written
+			require.NoError(t, err)
+			require.NoError(t, f.Truncate(size+1<<20)) // grown ahead
+		}},
+		{"cut", func(t *testing.T, path string, last, size int64) {
+			require.NoError(t, os.Truncate(path, last+(size-last)/2))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(testenv.Dir(t), "torn.blob")
+			w, err := blobio.Create(path, &blobio.Options{Checksum: true})
+			require.NoError(t, err)
+			var want []string
+			for i := range 50 {
+				v := content(i, 100+i*97)
+				_, err := w.WriteBlob(v)
+				require.NoError(t, err)
+				want = append(want, string(v))
+			}
+			require.NoError(t, w.Sync())
+			synced := w.Synced()
+			last, err := w.WriteBlob(content(99, 3000))
+			require.NoError(t, err)
+			size := w.Size()
+			require.NoError(t, w.Close())
+			require.Equal(t, synced, last)
+			tc.tear(t, path, last, size)
+
+			r, err := blobio.Open(path, &blobio.Options{Checksum: true})
+			require.NoError(t, err)
+			s := blobio.NewScanner(r)
+			var got []string
+			for s.Scan() {
+				got = append(got, string(s.Bytes()))
+			}
+			require.NoError(t, s.Err())
+			assert.Equal(t, want, got)
+			assert.True(t, s.Torn())
+			assert.Equal(t, last, s.End())
+			require.NoError(t, r.Close())
+
+			// Without checksums the zeroed blob comes back as data.
+			if tc.name == "zeroed-then-zeros" {
+				r, err := blobio.Open(path, nil)
+				require.NoError(t, err)
+				_, blobs, err := scanAll(t, r)
+				require.NoError(t, err)
+				assert.Len(t, blobs, len(want)+1, "the torn blob read back as a blob")
+				require.NoError(t, r.Close())
+
+				r, err = blobio.Open(path, &blobio.Options{Checksum: true, Size: size})
+				require.NoError(t, err)
+				s := blobio.NewScanner(r)
+				for s.Scan() {
+				}
+				requireCorruptAt(t, s.Err(), last, "bounded: a mismatch is an error")
+				require.NoError(t, r.Close())
+			}
+
+			// Recovery goes on from End.
+			w, err = blobio.OpenAppend(path, last, &blobio.Options{Checksum: true})
+			require.NoError(t, err)
+			_, err = w.WriteBlob([]byte("after"))
+			require.NoError(t, err)
+			require.NoError(t, w.Close())
+			r, err = blobio.Open(path, &blobio.Options{Checksum: true})
+			require.NoError(t, err)
+			_, blobs, err := scanAll(t, r)
+			require.NoError(t, err)
+			assert.Equal(t, append(want, "after"), blobs)
+			require.NoError(t, r.Close())
+		})
+	}
+}
+
+// TestChecksumLog: a Log over a checksummed Writer writes sealed blobs
+// from many goroutines.
+func TestChecksumLog(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "log.blob")
+	w, err := blobio.Create(path, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	l := blobio.NewLog(w)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	offs := map[int64][]byte{}
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				v := content(g*100+i, 50+i*30)
+				off, err := l.Append(v)
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				offs[off] = v
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, l.Close())
+	r, err := blobio.Open(path, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	defer r.Close()
+	s := blobio.NewScanner(r)
+	n := 0
+	for ; s.Scan(); n++ {
+		assert.Equal(t, offs[s.Offset()], s.Bytes())
+	}
+	require.NoError(t, s.Err())
+	assert.Equal(t, len(offs), n)
+}
+
+// TestChecksumTooLarge: the seal counts against MaxBlobSize.
+func TestChecksumTooLarge(t *testing.T) {
+	w, err := blobio.Create(filepath.Join(testenv.Dir(t), "large.blob"), &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.WriteBlob(make([]byte, blobio.MaxBlobSize-3))
+	assert.ErrorIs(t, err, blobio.ErrBlobTooLarge)
+	_, err = w.WriteBlob([]byte("still usable"))
+	assert.NoError(t, err)
+}
+
+// fuzzSummed reads data as a checksummed file: errors are fine, panics
+// are not, and whatever the Scanner returns ReadBlob returns too.
+func fuzzSummed(t *testing.T, path string, data []byte, size int64) {
+	r, err := blobio.Open(path, &blobio.Options{Checksum: true, BufferSize: 4096, Size: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var offs []int64
+	for off := int64(0); off < min(int64(len(data)), 8); off++ {
+		if _, err := r.ReadBlob(off, nil); err != nil && !errors.Is(err, blobio.ErrCorrupt) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, blobio.ErrOffset) {
+			t.Fatalf("ReadBlob at %d: %v", off, err)
+		}
+		offs = append(offs, off)
+	}
+	_ = r.ReadBlobs(offs, func(i int, blob []byte) error { return nil })
+	s := blobio.NewScanner(r)
+	for n := 0; s.Scan(); n++ {
+		if n > len(data) {
+			t.Fatal("more blobs than bytes")
+		}
+		got, err := r.ReadBlob(s.Offset(), nil)
+		if err != nil || string(got) != string(s.Bytes()) {
+			t.Fatalf("blob at %d: Scanner and ReadBlob disagree (%v)", s.Offset(), err)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# cpu-per-io.sh DIR [ROUNDS] [REV...]: what an I/O costs in CPU, dio's
+# against fio's, measured by scripts/_cpuio: reads/s and CPU µs per read
+# (the whole process's rusage, fio's as our child's) for direct.Queue and
+# ReadBlob from 16 goroutines, ReadBlobs in batches of 64, one goroutine
+# (ReadBlob, pread, fio QD1), 64 KiB appends, and fio at QD16 on the same
+# 256 MiB file. Each REV (a git revision) is built too, beside the work
+# tree, and every round runs every mode on every build in turn, so that
+# drift on a shared machine hits them alike; the medians come last.
+#
+# The fast device of docs/engine.md (ext4 on a loop device over a tmpfs
+# file, direct I/O on) is where the CPU, not a disk, sets the pace.
+set -euo pipefail
+dir=${1:?usage: cpu-per-io.sh DIR [ROUNDS] [REV...]}
+rounds=${2:-3}
+shift $(( $# < 2 ? $# : 2 ))
+modes=${MODES:-fio queue readblob readblobs pread1 readblob1 fio1 append fioappend}
+command -v fio >/dev/null || { echo "cpu-per-io.sh: fio not found (apt-get install fio)" >&2; exit 2; }
+cd "$(dirname "$0")/.."
+work=$(mktemp -d "$dir/dio-cpu.XXXXXX")
+bin=$(mktemp -d)
+trap 'rm -rf "$work" "$bin"' EXIT
+
+go build -o "$bin/tree" ./scripts/_cpuio
+builds=("$bin/tree")
+for rev in "$@"; do
+	name=$(git rev-parse --short "$rev")
+	mkdir -p "$bin/src-$name"
+	git archive "$rev" | tar -x -C "$bin/src-$name"
+	mkdir -p "$bin/src-$name/scripts/_cpuio"
+	cp scripts/_cpuio/*.go "$bin/src-$name/scripts/_cpuio/"
+	(cd "$bin/src-$name" && go build -o "$bin/$name" ./scripts/_cpuio)
+	builds+=("$bin/$name")
+done
+
+"$bin/tree" -mode setup -f "$work/blobs"
+for r in $(seq 1 "$rounds"); do
+	for m in $modes; do
+		for b in "${builds[@]}"; do
+			f=$work/blobs
+			[[ $m == *append ]] && f=$work/append
+			"$b" -mode "$m" -f "$f" -tag "$(basename "$b")" -d "${DURATION:-2s}"
+		done
+	done
+done | tee "$bin/results" >&2
+"$bin/tree" -summarize <"$bin/results"
