@@ -35,6 +35,7 @@ func (fs *FS) fileOptions() *fileio.Options {
 		IO:         fs.o.IO,
 		Pool:       fs.o.Pool,
 		ReadAhead:  fs.o.ReadAhead,
+		Faults:     fs.o.Faults,
 	}
 }
 

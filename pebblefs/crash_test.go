@@ -98,81 +98,102 @@ func TestCrash(t *testing.T) {
 	}
 	dir := testenv.Dir(t)
 	acked := make([][crashWriters]int, kills) // per round and writer: batches acknowledged
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for round := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, fmt.Sprint(crashRoundEnv, "=", round))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		first := make(chan struct{})
-		done := make(chan []string)
-		go func() {
-			var other []string
-			s := bufio.NewScanner(out)
-			for s.Scan() {
-				var g, b int
-				if _, err := fmt.Sscanf(s.Text(), "ack %d %d", &g, &b); err != nil {
-					other = append(other, s.Text())
-					continue
-				}
-				if acked[round] == ([crashWriters]int{}) {
-					close(first)
-				}
-				acked[round][g] = b + 1
-			}
-			done <- other
-		}()
-		// Kill at a random moment once writing is under way: in a
-		// commit, a flush, a compaction, a MANIFEST rotation.
-		select {
-		case <-first:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("round %d: no batch acknowledged in 30 s", round)
-		}
-		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		other := <-done
-		_ = cmd.Wait()
-		if len(other) > 0 {
-			t.Fatalf("round %d: the writer said %q", round, other)
-		}
+		acked[round] = writeAndKill(t, dir, round, nil)
+		checkAcked(t, dir, acked[:round+1])
+		t.Logf("round %d: killed after %v batches; all acknowledged batches there", round, acked[round])
+	}
+}
 
-		db, err := pebble.Open(dir, crashOptions(newFS(nil)))
-		if err != nil {
-			t.Fatalf("round %d: reopening after SIGKILL: %v", round, err)
+// writeAndKill runs TestCrashChild on dir as round, lets it write for a
+// random moment once its first batch is acknowledged (into a commit, a
+// flush, a compaction, a MANIFEST rotation), calls cut if not nil (a
+// power cut: the child's later syncs fail, and it may say so), kills it
+// with SIGKILL and returns the batches it acknowledged, per writer.
+func writeAndKill(t *testing.T, dir string, round int, cut func()) (acked [crashWriters]int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, fmt.Sprint(crashRoundEnv, "=", round))
+	if cut == nil {
+		cmd.Stderr = os.Stderr // after a power cut the child dies of its EIOs, loudly
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan struct{})
+	done := make(chan []string)
+	go func() {
+		var other []string
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			var g, b int
+			if _, err := fmt.Sscanf(s.Text(), "ack %d %d", &g, &b); err != nil {
+				other = append(other, s.Text())
+				continue
+			}
+			if acked == ([crashWriters]int{}) {
+				close(first)
+			}
+			acked[g] = b + 1
 		}
-		lost := 0
-		for r := range round + 1 {
-			for g := range crashWriters {
-				for b := range acked[r][g] {
-					for k := range crashKeys {
-						v, closer, err := db.Get(crashKey(r, g, b, k))
-						if err != nil || !bytes.Equal(v, crashValue(r, g, b, k)) {
-							if lost++; lost < 5 {
-								t.Errorf("round %d: acknowledged key %s of round %d: %v", round, crashKey(r, g, b, k), r, err)
-							}
+		done <- other
+	}()
+	select {
+	case <-first:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("round %d: no batch acknowledged in 30 s", round)
+	}
+	time.Sleep(time.Duration(20+rand.IntN(400)) * time.Millisecond)
+	if cut != nil {
+		cut()
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	other := <-done
+	_ = cmd.Wait()
+	if len(other) > 0 && cut == nil {
+		t.Fatalf("round %d: the writer said %q", round, other)
+	}
+	return acked
+}
+
+// checkAcked reopens the store at dir on pebblefs and checks that every
+// batch acknowledged in every round so far is there.
+func checkAcked(t *testing.T, dir string, acked [][crashWriters]int) {
+	t.Helper()
+	round := len(acked) - 1
+	db, err := pebble.Open(dir, crashOptions(newFS(nil)))
+	if err != nil {
+		t.Fatalf("round %d: reopening: %v", round, err)
+	}
+	lost := 0
+	for r := range acked {
+		for g := range crashWriters {
+			for b := range acked[r][g] {
+				for k := range crashKeys {
+					v, closer, err := db.Get(crashKey(r, g, b, k))
+					if err != nil || !bytes.Equal(v, crashValue(r, g, b, k)) {
+						if lost++; lost < 5 {
+							t.Errorf("round %d: acknowledged key %s of round %d: %v", round, crashKey(r, g, b, k), r, err)
 						}
-						if err == nil {
-							closer.Close()
-						}
+					}
+					if err == nil {
+						closer.Close()
 					}
 				}
 			}
 		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if lost > 0 {
-			t.Fatalf("round %d: %d acknowledged keys lost", round, lost)
-		}
-		t.Logf("round %d: killed after %v batches; all acknowledged batches there", round, acked[round])
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lost > 0 {
+		t.Fatalf("round %d: %d acknowledged keys lost", round, lost)
 	}
 }

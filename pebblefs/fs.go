@@ -48,8 +48,9 @@ func (fs *FS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 // ReuseForWrite removes oldname and creates newname, as vfs.FS allows.
 // Pebble recycles WAL files so that a new log overwrites blocks already
 // allocated; a fresh file is correct as well, since Pebble's WAL reader
-// stops at the end of the file, and dio's writer never writes a partial
-// block in place anyway.
+// stops at the end of the file, and dio's writer allocates ahead of its
+// writes anyway (fallocate), so the block allocation recycling saves is
+// off the write path either way.
 func (fs *FS) ReuseForWrite(oldname, newname string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 	if err := os.Remove(oldname); err != nil {
 		return nil, errors.WithStack(err)

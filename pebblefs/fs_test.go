@@ -415,3 +415,55 @@ func TestUnsupported(t *testing.T) {
 	}
 	rw.Close()
 }
+
+// TestCloseWhileReadingLive closes readers of a live file while other
+// goroutines read past what is synced (each read may sync the writer and
+// reopen the reader): no read may fail but with fs.ErrClosed, and no
+// descriptor may outlive the files.
+func TestCloseWhileReadingLive(t *testing.T) {
+	dir := testenv.Dir(t)
+	fsys := New(nil)
+	before := testenv.OpenFDs()
+	name := filepath.Join(dir, "MANIFEST-000009")
+	data := pattern(9, 1<<20)
+	w, err := fsys.Create(name, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		if _, err := w.Write(data[round*(32<<10) : (round+1)*(32<<10)]); err != nil {
+			t.Fatal(err)
+		}
+		r, err := fsys.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				p := make([]byte, 4096)
+				for i := range 50 {
+					off := int64((g*50 + i) * 100)
+					n, err := r.ReadAt(p, off)
+					if errors.Is(err, fs.ErrClosed) {
+						return
+					}
+					if (err != nil && err != io.EOF) || !bytes.Equal(p[:n], data[off:off+int64(n)]) {
+						t.Errorf("ReadAt(%d): %d, %v", off, n, err)
+						return
+					}
+				}
+			})
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := testenv.OpenFDs(); after > before {
+		t.Fatalf("%d descriptors open before, %d after", before, after)
+	}
+}

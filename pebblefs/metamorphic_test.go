@@ -65,7 +65,10 @@ func TestMetamorphic(t *testing.T) {
 			mem := runMetamorphic(t, seed, nOps, filepath.Join(dir, "db"), filepath.Join(dir, "mem.history"), nil)
 			fsys := newFS(nil)
 			onDio := runMetamorphic(t, seed, nOps, filepath.Join(dir, "db"), filepath.Join(dir, "pebblefs.history"), fsys)
-			if n := len(fsys.live.files); n != 0 {
+			fsys.live.mu.Lock()
+			n := len(fsys.live.files)
+			fsys.live.mu.Unlock()
+			if n != 0 {
 				t.Errorf("%d files still open for writing after the test closed the store", n)
 			}
 			if i, diff := metamorphic.CompareHistories(t, []string{mem, onDio}); i != 0 {

@@ -2,6 +2,7 @@ package pebblefs
 
 import (
 	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
 )
 
@@ -24,4 +25,8 @@ type Options struct {
 	// (a compaction's input, a checkpoint's copy) reads ahead of Pebble;
 	// zero: fileio.DefaultReadAhead, 2 MiB.
 	ReadAhead int
+	// Faults, for tests, injects I/O errors into every file's reads,
+	// writes and fdatasyncs (see package faults), as Pebble's errorfs
+	// does above the vfs.FS.
+	Faults direct.Injector
 }

@@ -45,12 +45,7 @@ func (fs *FS) open(name string, seq bool) (*readFile, error) {
 		return nil, err
 	}
 	if w := fs.live.lookup(idOf(info)); w != nil {
-		f, err := fs.openLive(name, w)
-		if err != nil {
-			return nil, err
-		}
-		f.seq = seq
-		return f, nil
+		return fs.openLive(name, w, seq)
 	}
 	r, err := fs.newReader(name, 0, seq)
 	if err != nil {
@@ -62,8 +57,8 @@ func (fs *FS) open(name string, seq bool) (*readFile, error) {
 // openLive opens a file that w is still writing. The reader starts with
 // the prefix w has made durable, which is on disk; anything further is
 // synced when a read asks for it.
-func (fs *FS) openLive(name string, w *writeFile) (*readFile, error) {
-	f := &readFile{fs: fs, name: name, info: w.info}
+func (fs *FS) openLive(name string, w *writeFile, seq bool) (*readFile, error) {
+	f := &readFile{fs: fs, name: name, info: w.info, seq: seq}
 	f.live.Store(w)
 	if err := f.catchUp(0); err != nil {
 		return nil, err
@@ -92,6 +87,9 @@ func (f *readFile) catchUp(end int64) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed.Load() { // Close ran meanwhile: open nothing it would not close
+		return fs.ErrClosed
+	}
 	if final {
 		f.live.Store(nil)
 	} else if size <= f.size {

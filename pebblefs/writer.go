@@ -134,7 +134,7 @@ func (f *writeFile) Read([]byte) (int, error) {
 // ReadAt reads what was written so far, including what the Writer still
 // holds in memory (it is synced first).
 func (f *writeFile) ReadAt(p []byte, off int64) (int, error) {
-	r, err := f.fs.openLive(f.name, f)
+	r, err := f.fs.openLive(f.name, f, false)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,297 @@
+// Command pebble-bench runs YCSB-style workloads on Pebble over
+// vfs.Default and over pebblefs, each engine in a memory cgroup of the
+// same size, so that Pebble's block cache, its heap and (on vfs.Default)
+// the page cache share one budget, as they would in a container.
+//
+//	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
+//	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
+//	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-json] DIR
+//
+// The workloads are YCSB's core ones: load (insert every record, keys
+// hashed over the key space), A (50% reads, 50% updates), B (95/5), C
+// (reads only) and E (95% scans of 1 to 100 records, 5% inserts); reads,
+// updates and scan starts pick records with YCSB's scrambled zipfian
+// distribution (constant 0.99). Writes use pebble.NoSync, as YCSB's
+// Pebble and RocksDB bindings do. For each engine and workload it
+// reports ops/s, p50 and p99 latency, the cgroup's memory peak and the
+// page cache charged to it at the end.
+//
+// Each engine runs in a child process (this program again) that joins a
+// new memory cgroup below this process's own; the cgroup is removed when
+// the child ends, and a signal ends the child first. Needs root for the
+// cgroup; -memory 0 runs without one.
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/pebblefs"
+	"github.com/dustin/go-humanize"
+)
+
+const (
+	childEnv  = "PEBBLE_BENCH_CHILD"  // the engine a child runs
+	cgroupEnv = "PEBBLE_BENCH_CGROUP" // the cgroup it joins: "v1:DIR" or "v2:DIR"
+)
+
+type config struct {
+	engines, workloads []string
+	records, ops       int
+	threads, value     int
+	cache, memory      int64
+	pebblefsCache      int64
+	json               bool
+	dir                string
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pebble-bench:", err)
+		os.Exit(2)
+	}
+	if engine := os.Getenv(childEnv); engine != "" {
+		if err := child(c, engine); err != nil {
+			fmt.Fprintln(os.Stderr, "pebble-bench:", engine+":", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := parent(c); err != nil {
+		fmt.Fprintln(os.Stderr, "pebble-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("pebble-bench", flag.ContinueOnError)
+	engines := fs.String("fs", "default,pebblefs", "engines: default (vfs.Default), pebblefs, pebblefs-stdfs (pebblefs through the page cache)")
+	wl := fs.String("workloads", "load,a,b,c,e", "workloads, in order (load first: the others read what it wrote)")
+	fs.IntVar(&c.records, "records", 1_000_000, "records the load phase inserts")
+	fs.IntVar(&c.ops, "ops", 200_000, "operations per workload after the load")
+	fs.IntVar(&c.threads, "threads", 4, "client goroutines")
+	fs.IntVar(&c.value, "value", 1024, "value size in bytes")
+	cache := fs.String("cache", "256MiB", "Pebble's block cache")
+	pcache := fs.String("pebblefs-cache", "", "pebblefs's block cache (default: -cache), to give it the memory vfs.Default spends on the page cache")
+	memory := fs.String("memory", "1GiB", "memory cgroup limit per engine (0: no cgroup)")
+	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() != 1 {
+		return c, fmt.Errorf("want one DIR, got %d arguments", fs.NArg())
+	}
+	c.dir = fs.Arg(0)
+	c.engines = strings.Split(*engines, ",")
+	c.workloads = strings.Split(*wl, ",")
+	for _, e := range c.engines {
+		if e != "default" && e != "pebblefs" && e != "pebblefs-stdfs" {
+			return c, fmt.Errorf("unknown engine %q", e)
+		}
+	}
+	for _, w := range c.workloads {
+		if _, ok := workloads[w]; !ok {
+			return c, fmt.Errorf("unknown workload %q", w)
+		}
+	}
+	for _, v := range []struct {
+		s   string
+		dst *int64
+	}{{*cache, &c.cache}, {*memory, &c.memory}, {cmp.Or(*pcache, *cache), &c.pebblefsCache}} {
+		n, err := humanize.ParseBytes(v.s)
+		if err != nil {
+			return c, err
+		}
+		*v.dst = int64(n)
+	}
+	return c, nil
+}
+
+// parent runs each engine in a child and prints what they report.
+func parent(c config) error {
+	var all []result
+	for _, engine := range c.engines {
+		rs, err := runChild(c, engine)
+		all = append(all, rs...)
+		if err != nil {
+			return err
+		}
+	}
+	if c.json {
+		enc := json.NewEncoder(os.Stdout)
+		for _, r := range all {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	printTable(c, all)
+	return nil
+}
+
+func runChild(c config, engine string) ([]result, error) {
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), childEnv+"="+engine)
+	cmd.Stderr = os.Stderr
+	if c.memory > 0 {
+		cg, err := newCgroup(fmt.Sprintf("pebble-bench-%d-%s", os.Getpid(), engine), c.memory)
+		if err != nil {
+			return nil, fmt.Errorf("memory cgroup: %w (run as root, or -memory 0)", err)
+		}
+		defer cg.remove()
+		v := "v1:"
+		if cg.v2 {
+			v = "v2:"
+		}
+		cmd.Env = append(cmd.Env, cgroupEnv+"="+v+cg.dir)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		if _, ok := <-sig; ok {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	var rs []result
+	s := bufio.NewScanner(out)
+	for s.Scan() {
+		var r result
+		if err := json.Unmarshal(s.Bytes(), &r); err != nil {
+			return rs, fmt.Errorf("%s: %q: %w", engine, s.Text(), err)
+		}
+		rs = append(rs, r)
+		if !c.json {
+			fmt.Fprintf(os.Stderr, "%-8s %-4s %10.0f ops/s  p50 %7.1f µs  p99 %8.1f µs  peak %s  page cache %s\n",
+				r.FS, r.Workload, r.OpsPerSec, r.P50us, r.P99us, humanize.IBytes(uint64(r.PeakBytes)), humanize.IBytes(uint64(r.PageCacheBytes)))
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return rs, fmt.Errorf("%s: %w", engine, err)
+	}
+	return rs, nil
+}
+
+func printTable(c config, all []result) {
+	fmt.Printf("%d records of %d B, %d ops per workload, %d threads, block cache %s (pebblefs %s), memory %s\n\n",
+		c.records, c.value, c.ops, c.threads, humanize.IBytes(uint64(c.cache)), humanize.IBytes(uint64(c.pebblefsCache)), humanize.IBytes(uint64(c.memory)))
+	by := map[string]result{}
+	for _, r := range all {
+		by[r.FS+"/"+r.Workload] = r
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tfs\tops/s\tp50 µs\tp99 µs\tmemory peak\tpage cache\tops/s vs default\t")
+	for _, w := range c.workloads {
+		for _, e := range c.engines {
+			r, ok := by[e+"/"+w]
+			if !ok {
+				continue
+			}
+			ratio := ""
+			if d, ok := by["default/"+w]; ok && e != "default" && d.OpsPerSec > 0 {
+				ratio = fmt.Sprintf("%.2f×", r.OpsPerSec/d.OpsPerSec)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%s\t%s\t%s\t\n", w, e, r.OpsPerSec, r.P50us, r.P99us,
+				humanize.IBytes(uint64(r.PeakBytes)), humanize.IBytes(uint64(r.PageCacheBytes)), ratio)
+		}
+	}
+	tw.Flush()
+}
+
+// child runs the workloads on one engine, in its cgroup, and prints one
+// JSON result per workload.
+func child(c config, engine string) error {
+	var cg *cgroup
+	if v := os.Getenv(cgroupEnv); v != "" {
+		ver, dir, _ := strings.Cut(v, ":")
+		cg = &cgroup{dir: dir, v2: ver == "v2"}
+		if err := cg.join(os.Getpid()); err != nil {
+			return fmt.Errorf("joining %s: %w", dir, err)
+		}
+	}
+	dir := filepath.Join(c.dir, engine)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	var fsys vfs.FS = vfs.Default
+	switch engine {
+	case "pebblefs":
+		fsys = pebblefs.New(nil)
+	case "pebblefs-stdfs":
+		fsys = pebblefs.New(&pebblefs.Options{IO: fallback.StdFS})
+	}
+	size := c.cache
+	if engine != "default" {
+		size = c.pebblefsCache
+	}
+	cache := pebble.NewCache(size)
+	defer cache.Unref()
+	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}})
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b := &bench{db: db, threads: c.threads, value: c.value, records: uint64(c.records)}
+	b.next.Store(0)
+	b.zipf = newZipf(b.records)
+	enc := json.NewEncoder(os.Stdout)
+	for _, w := range c.workloads {
+		if cg != nil {
+			cg.resetPeak()
+		}
+		ops := c.ops
+		if w == "load" {
+			ops = c.records
+		}
+		r, err := b.run(w, ops)
+		if err != nil {
+			db.Close()
+			return err
+		}
+		if w == "load" {
+			b.records = b.next.Load()
+			b.zipf = newZipf(b.records)
+		}
+		r.FS = engine
+		if cg != nil {
+			r.PeakBytes, r.PageCacheBytes = cg.peak(), cg.pageCache()
+		}
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return db.Close()
+}
+
+// quiet drops Pebble's log lines: the results go to stdout.
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)         {}
+func (quiet) Errorf(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) }
+func (quiet) Fatalf(f string, args ...any) {
+	fmt.Fprintf(os.Stderr, f+"\n", args...)
+	os.Exit(1)
+}
