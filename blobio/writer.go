@@ -270,7 +270,10 @@ func (w *Writer) Synced() int64 { return w.ap.Synced() }
 // WriteBlob appends p as one blob and returns its offset. A blob over
 // MaxBlobSize fails with ErrBlobTooLarge and leaves the writer usable
 // (also with Zstd, whatever it would compress to, so that no blob decodes
-// to more than MaxBlobSize); an I/O error is returned by every later call.
+// to more than MaxBlobSize). A write that failed with ENOSPC, EDQUOT or
+// EIO appended nothing and the next call writes the held bytes again
+// (see Failures in the package doc); any other I/O error is returned by
+// every later call.
 func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 	if w.closed {
 		return 0, ErrClosed

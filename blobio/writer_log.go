@@ -25,7 +25,9 @@ func NewLog(w *Writer) *Log { return &Log{w: w} }
 
 // Append appends p as one blob and returns its offset once the blob is
 // durable: when it returns nil, Synced covers the blob. The errors are
-// WriteBlob's and Sync's; after an I/O error every later call returns it.
+// WriteBlob's and Sync's: after ENOSPC, EDQUOT or EIO the next Append
+// writes the held blobs again (see Failures in the package doc); after
+// any other I/O error every later call returns it.
 func (l *Log) Append(p []byte) (off int64, err error) {
 	l.mu.Lock()
 	off, err = l.w.WriteBlob(p)

@@ -104,8 +104,10 @@ func newWriter(f fallback.File, ap *appender.Appender) *Writer {
 
 // Write appends p, whatever its length, and returns len(p) unless an
 // I/O error stops it. It waits for the device only when every buffer is
-// in flight. After an I/O error every Write and Sync returns that error;
-// what an earlier Sync acknowledged stays in the file.
+// in flight. After ENOSPC, EDQUOT or EIO the Writer keeps every byte it
+// acknowledged and the next Write, Sync or Close writes them again (see
+// the package doc); after any other I/O error every Write and Sync
+// returns that error. What an earlier Sync acknowledged stays in the file.
 func (w *Writer) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, ErrClosed
