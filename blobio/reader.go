@@ -350,6 +350,9 @@ func (r *Reader) read(done chan direct.Completion, p []byte, off int64) (int, er
 // rawEIO reports whether err is an EIO that has not been split into
 // sectors yet (direct.File.ReadAt does; a queued read does not).
 func rawEIO(err error) bool {
+	if err == nil { // first: errors.As's target escapes, and ReadBlob allocates nothing
+		return false
+	}
 	var se *direct.SectorError
 	return errors.Is(err, syscall.EIO) && !errors.As(err, &se)
 }
@@ -357,6 +360,9 @@ func rawEIO(err error) bool {
 // badSectors reports whether err names sectors that could not be read
 // (direct.SectorError), the bytes before them having been read.
 func badSectors(err error) bool {
+	if err == nil { // first: errors.As's target escapes, and ReadBlob allocates nothing
+		return false
+	}
 	var se *direct.SectorError
 	return errors.As(err, &se)
 }

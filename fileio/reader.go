@@ -272,8 +272,7 @@ func (r *Reader) read(done chan direct.Completion, p []byte, off int64) (int, er
 				return 0, err
 			}
 			c := q.Await(done)
-			var se *direct.SectorError
-			if errors.Is(c.Err, syscall.EIO) && !errors.As(c.Err, &se) {
+			if unsplitEIO(c.Err) {
 				// A latent sector error: ReadAt reads the range again
 				// sector by sector, keeping what can be read.
 				return endOK(r.f.ReadAt(p, off))
@@ -334,4 +333,16 @@ func (r *Reader) Close() error {
 	r.small.close()
 	r.large.close()
 	return r.f.Close()
+}
+
+// unsplitEIO reports whether err is an EIO that has not been split into
+// sectors yet (direct.File.ReadAt does; a queued read does not). It
+// returns at once for nil: errors.As's target escapes to the heap, and a
+// read that succeeded allocates nothing.
+func unsplitEIO(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *direct.SectorError
+	return errors.Is(err, syscall.EIO) && !errors.As(err, &se)
 }

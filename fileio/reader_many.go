@@ -1,10 +1,8 @@
 package fileio
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -61,8 +59,7 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		head, inflight = (head+1)%manyDepth, inflight-1
 		if err == nil {
 			m, cerr := endOK(c.N, c.Err)
-			var se *direct.SectorError
-			if errors.Is(cerr, syscall.EIO) && !errors.As(cerr, &se) {
+			if unsplitEIO(cerr) {
 				// A latent sector error: ReadAt reads the piece again
 				// sector by sector, keeping what can be read.
 				m, cerr = endOK(r.f.ReadAt(p.b.buf.Bytes()[:p.hi-p.lo], p.lo))
