@@ -12,6 +12,7 @@ import (
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/fileio"
+	"github.com/dio-storage/dio/internal/readbuf"
 	"github.com/dio-storage/dio/internal/unwrap"
 )
 
@@ -109,8 +110,8 @@ type Reader struct {
 	uring    bool
 	sum      bool // Options.Checksum: every blob's seal is checked
 
-	small *bufPool // smallRead bytes
-	large *bufPool // MergeSize plus a block
+	small *readbuf.Pool // smallRead bytes
+	large *readbuf.Pool // MergeSize plus a block
 	dec   decoderPool
 	guess atomic.Int64 // how far past a blob's offset a first read reaches
 	busy  atomic.Int32 // device reads in progress
@@ -169,8 +170,8 @@ func Open(path string, o *Options) (*Reader, error) {
 		scanSize: aligned.Up(scan, block),
 		uring:    f.Mode().Engine == direct.EngineURing,
 		sum:      opts.Checksum,
-		small:    newBufPool(smallBuffers, aligned.Up(smallRead, block), memAl),
-		large:    newBufPool(largeBuffers, aligned.Up(MergeSize, block)+block, memAl),
+		small:    readbuf.New(smallBuffers, aligned.Up(smallRead, block), memAl),
+		large:    readbuf.New(largeBuffers, aligned.Up(MergeSize, block)+block, memAl),
 		drained:  make(chan struct{}),
 		scanners: map[*Scanner]struct{}{},
 	}
@@ -220,12 +221,12 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	lo := aligned.Down(off, r.align)
 	hi := r.readEnd(lo, off+r.guess.Load())
 	pool := r.pool(hi - lo)
-	b, err := pool.getAny()
+	b, err := pool.GetAny()
 	if err != nil {
 		return dst[:0], err
 	}
-	defer pool.put(b)
-	n, err := r.read(b.done, b.buf.Bytes()[:hi-lo], lo)
+	defer pool.Put(b)
+	n, err := r.read(b.Done, b.Buf.Bytes()[:hi-lo], lo)
 	var bad error // bad sectors past the blob's start: they may lie past its end too
 	if badSectors(err) && lo+int64(n) > off {
 		bad, err = err, nil
@@ -253,8 +254,8 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 }
 
 // pool returns the pool whose buffers fit a read of n bytes.
-func (r *Reader) pool(n int64) *bufPool {
-	if n <= int64(r.small.size) {
+func (r *Reader) pool(n int64) *readbuf.Pool {
+	if n <= int64(r.small.Size()) {
 		return r.small
 	}
 	return r.large
@@ -264,7 +265,7 @@ func (r *Reader) pool(n int64) *bufPool {
 // aligned, past the longest header, within a buffer and the logical size.
 func (r *Reader) readEnd(lo, want int64) int64 {
 	hi := aligned.Up(max(want, lo+MaxHeaderSize), r.align)
-	hi = min(hi, lo+int64(r.large.size), aligned.Up(r.size, r.align))
+	hi = min(hi, lo+int64(r.large.Size()), aligned.Up(r.size, r.align))
 	return hi
 }
 
@@ -277,8 +278,8 @@ func (r *Reader) valid(lo int64, n int) int { return int(min(int64(n), r.size-lo
 // read into b when it fits (the bytes b holds stay as they are, so other
 // blobs in it can still be taken), else into a buffer of its own, big,
 // which the caller frees.
-func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64) (payload []byte, c Compression, big *aligned.Buffer, err error) {
-	have := b.buf.Bytes()[:valid]
+func (r *Reader) blobIn(b *readbuf.Buf, lo int64, valid int, off int64) (payload []byte, c Compression, big *aligned.Buffer, err error) {
+	have := b.Buf.Bytes()[:valid]
 	if off >= lo+int64(valid) {
 		return nil, None, nil, fmt.Errorf("file ends at %d: %w", lo+int64(valid), io.ErrUnexpectedEOF)
 	}
@@ -294,20 +295,20 @@ func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64) (payload []b
 	if end <= lo+int64(valid) {
 		return have[start-lo : end-lo], c, nil, nil
 	}
-	if to := aligned.Up(end, r.align); to-lo <= int64(len(b.buf.Bytes())) {
+	if to := aligned.Up(end, r.align); to-lo <= int64(len(b.Buf.Bytes())) {
 		// The rest fits b: read it from the block where the first read
 		// stopped, which rewrites that block's bytes with themselves.
 		from := lo + aligned.Down(int64(valid), r.block)
-		m, err := r.read(b.done, b.buf.Bytes()[from-lo:to-lo], from)
+		m, err := r.read(b.Done, b.Buf.Bytes()[from-lo:to-lo], from)
 		if err != nil {
 			return nil, None, nil, err
 		}
 		if from+int64(m) < end {
 			return nil, None, nil, fmt.Errorf("reading [%d, %d): file ends at %d: %w", start, end, from+int64(m), io.ErrUnexpectedEOF)
 		}
-		return b.buf.Bytes()[start-lo : end-lo], c, nil, nil
+		return b.Buf.Bytes()[start-lo : end-lo], c, nil, nil
 	}
-	big, payload, err = r.readLarge(b.done, start, end)
+	big, payload, err = r.readLarge(b.Done, start, end)
 	return payload, c, big, err
 }
 
@@ -316,7 +317,7 @@ func (r *Reader) blobIn(b *readBuf, lo int64, valid int, off int64) (payload []b
 // size come in one read each and a rare large one costs little.
 func (r *Reader) learn(extent int64) {
 	g := r.guess.Load()
-	if next := max(min(extent, int64(r.large.size)), g-g/16, MaxHeaderSize); next != g {
+	if next := max(min(extent, int64(r.large.Size())), g-g/16, MaxHeaderSize); next != g {
 		r.guess.Store(next)
 	}
 }
@@ -435,8 +436,8 @@ func (r *Reader) Close() error {
 	if ref := r.q.Load(); ref != nil && ref.q != nil {
 		ref.q.Close()
 	}
-	r.small.close()
-	r.large.close()
+	r.small.Close()
+	r.large.Close()
 	r.dec.close()
 	return r.fr.Close()
 }

@@ -76,7 +76,7 @@ func TestReadBlobsBatch(t *testing.T) {
 	assert.Equal(t, 10, be.Index, "the first read refused")
 	assert.Equal(t, offs[10], be.Offset)
 	assert.Zero(t, r.busy.Load(), "reads counted in progress")
-	assert.Equal(t, len(r.small.tokens), len(r.small.idle), "small buffers not given back")
+	assert.Equal(t, r.small.Made(), r.small.Idle(), "small buffers not given back")
 
 	q.refuse = -1
 	calls = 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/readbuf"
 )
 
 // A BlobError reports the blob a ReadBlobs call failed on: a read, a bad
@@ -77,7 +78,7 @@ type vectored struct {
 type mergedRead struct {
 	lo, hi      int64
 	first, last int
-	b           *readBuf
+	b           *readbuf.Buf
 }
 
 // plan sorts the offsets and merges neighbours into reads. A blob ends by
@@ -91,7 +92,7 @@ func (v *vectored) plan() {
 	}
 	slices.SortFunc(v.order, func(a, b int) int { return cmp.Compare(v.offs[a], v.offs[b]) })
 	guess := r.guess.Load()
-	limit := int64(r.large.size)
+	limit := int64(r.large.Size())
 	for k := 0; k < len(v.order); {
 		off := v.offs[v.order[k]]
 		lo := aligned.Down(off, r.align)
@@ -166,8 +167,8 @@ func (v *vectored) run() error {
 			}
 			var err error
 			if inflight == 0 {
-				m.b, err = pool.get()
-			} else if m.b, err = pool.tryGet(); m.b == nil && err == nil {
+				m.b, err = pool.Get()
+			} else if m.b, err = pool.TryGet(); m.b == nil && err == nil {
 				break // the others' buffers come back as they complete
 			}
 			if err != nil {
@@ -214,7 +215,7 @@ func (v *vectored) run() error {
 // the pwrite engine it starts at once, as a goroutine calling ReadAt.
 func (v *vectored) stage(k int) {
 	m := &v.reads[k]
-	p := m.b.buf.Bytes()[:m.hi-m.lo]
+	p := m.b.Buf.Bytes()[:m.hi-m.lo]
 	v.r.busy.Add(1)
 	if v.q != nil {
 		v.batch = append(v.batch, direct.Request{Op: direct.OpRead, Buf: p, Off: m.lo, Token: uint64(k), Done: v.done})
@@ -242,7 +243,7 @@ func (v *vectored) flush(first, next int) (int, error) {
 func (v *vectored) unstage(k int) {
 	m := &v.reads[k]
 	v.r.busy.Add(-1)
-	v.r.pool(m.hi - m.lo).put(m.b)
+	v.r.pool(m.hi - m.lo).Put(m.b)
 	m.b = nil
 }
 
@@ -257,7 +258,7 @@ func (v *vectored) await() direct.Completion {
 func (v *vectored) finish(c direct.Completion) {
 	v.r.busy.Add(-1)
 	m := &v.reads[c.Token]
-	v.r.pool(m.hi - m.lo).put(m.b)
+	v.r.pool(m.hi - m.lo).Put(m.b)
 	m.b = nil
 }
 
@@ -276,7 +277,7 @@ func (v *vectored) deliver(c direct.Completion) error {
 		// A latent sector error: read the range again sector by
 		// sector, so that only the offsets the bad sectors concern
 		// fail.
-		n, err = endOK(r.f.ReadAt(m.b.buf.Bytes()[:m.hi-m.lo], m.lo))
+		n, err = endOK(r.f.ReadAt(m.b.Buf.Bytes()[:m.hi-m.lo], m.lo))
 	}
 	var bad []*direct.SectorError
 	if badSectors(err) {
@@ -289,7 +290,7 @@ func (v *vectored) deliver(c direct.Completion) error {
 	valid := r.valid(m.lo, n)
 	for _, i := range v.order[m.first:m.last] {
 		off := v.offs[i]
-		if se := r.blobHits(m.b.buf.Bytes()[:valid], m.lo, off, bad); se != nil {
+		if se := r.blobHits(m.b.Buf.Bytes()[:valid], m.lo, off, bad); se != nil {
 			return &BlobError{i, off, se}
 		}
 		payload, comp, big, err := r.blobIn(m.b, m.lo, valid, off)

@@ -200,7 +200,7 @@ func TestPlanMerges(t *testing.T) {
 		v.plan()
 		served := make([]int, len(offs))
 		for _, m := range v.reads {
-			assert.LessOrEqual(t, m.hi-m.lo, int64(r.large.size))
+			assert.LessOrEqual(t, m.hi-m.lo, int64(r.large.Size()))
 			for _, i := range v.order[m.first:m.last] {
 				served[i]++
 				assert.GreaterOrEqual(t, offs[i], m.lo)
@@ -226,25 +226,4 @@ func TestPlanMerges(t *testing.T) {
 	}
 	reads := plan(long...)
 	assert.GreaterOrEqual(t, len(reads), (1<<20)/MergeSize, "merged past MergeSize")
-}
-
-// TestBufPool: at most n buffers exist; tryGet says so instead of waiting.
-func TestBufPool(t *testing.T) {
-	p := newBufPool(2, 4096, 4096)
-	a, err := p.get()
-	require.NoError(t, err)
-	b, err := p.tryGet()
-	require.NoError(t, err)
-	require.NotNil(t, b)
-	c, err := p.tryGet()
-	require.NoError(t, err)
-	assert.Nil(t, c, "a third buffer past the bound")
-	p.put(a)
-	c, err = p.get()
-	require.NoError(t, err)
-	assert.Same(t, a, c, "a buffer put back is reused")
-	p.put(b)
-	p.put(c)
-	p.close()
-	assert.Empty(t, p.tokens, "close freed every buffer")
 }

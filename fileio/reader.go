@@ -12,6 +12,7 @@ import (
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/readbuf"
 )
 
 // How a Reader reads.
@@ -76,8 +77,8 @@ type Reader struct {
 	readAhead int
 	uring     bool
 
-	small *bufPool // smallRead bytes
-	large *bufPool // largeRead plus a block
+	small *readbuf.Pool // smallRead bytes
+	large *readbuf.Pool // largeRead plus a block
 	busy  atomic.Int32
 
 	state     atomic.Int64 // calls in progress, and closedBit
@@ -146,8 +147,8 @@ func Open(path string, o *Options) (*Reader, error) {
 		memAl:     memAl,
 		readAhead: aligned.Up(ra, block),
 		uring:     f.Mode().Engine == direct.EngineURing,
-		small:     newBufPool(smallBuffers, aligned.Up(smallRead, block), memAl),
-		large:     newBufPool(largeBuffers, aligned.Up(largeRead, block)+block, memAl),
+		small:     readbuf.New(smallBuffers, aligned.Up(smallRead, block), memAl),
+		large:     readbuf.New(largeBuffers, aligned.Up(largeRead, block)+block, memAl),
 		drained:   make(chan struct{}),
 		seqs:      map[*Sequential]struct{}{},
 	}, nil
@@ -213,9 +214,9 @@ func (r *Reader) readAt(p []byte, off int64) (int, error) {
 	hi := aligned.Up(off+int64(len(want)), r.align)
 	var n int
 	var err error
-	if span := hi - lo; span <= int64(r.small.size) {
+	if span := hi - lo; span <= int64(r.small.Size()) {
 		n, err = r.readVia(r.small, want, off)
-	} else if span <= int64(r.large.size) || !r.uring {
+	} else if span <= int64(r.large.Size()) || !r.uring {
 		n, err = r.readVia(r.large, want, off)
 	} else {
 		n, err = r.readMany(want, off)
@@ -228,20 +229,20 @@ func (r *Reader) readAt(p []byte, off int64) (int, error) {
 
 // readVia reads want at off through one buffer of pool, in turns of the
 // buffer's size.
-func (r *Reader) readVia(pool *bufPool, want []byte, off int64) (int, error) {
-	b, err := pool.getAny()
+func (r *Reader) readVia(pool *readbuf.Pool, want []byte, off int64) (int, error) {
+	b, err := pool.GetAny()
 	if err != nil {
 		return 0, err
 	}
-	defer pool.put(b)
-	buf := b.buf.Bytes()
+	defer pool.Put(b)
+	buf := b.Buf.Bytes()
 	span := aligned.Down(int64(len(buf)), r.align) // whole aligned reads per turn
 	n := 0
 	for n < len(want) {
 		pos := off + int64(n)
 		lo := aligned.Down(pos, r.align)
 		hi := min(aligned.Up(off+int64(len(want)), r.align), lo+span)
-		m, err := r.read(b.done, buf[:hi-lo], lo)
+		m, err := r.read(b.Done, buf[:hi-lo], lo)
 		if err != nil {
 			if int64(m) > pos-lo { // the bytes before bad sectors (direct.SectorError)
 				n += copy(want[n:], buf[pos-lo:m])
@@ -330,8 +331,8 @@ func (r *Reader) Close() error {
 	if ref := r.q.Load(); ref != nil && ref.q != nil {
 		ref.q.Close()
 	}
-	r.small.close()
-	r.large.close()
+	r.small.Close()
+	r.large.Close()
 	return r.f.Close()
 }
 

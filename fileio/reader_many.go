@@ -6,6 +6,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/readbuf"
 )
 
 // manyDepth is how many reads of largeRead one long ReadAt keeps in
@@ -23,24 +24,24 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		return r.readVia(r.large, want, off)
 	}
 	type piece struct {
-		b      *readBuf
+		b      *readbuf.Buf
 		lo, hi int64
 	}
 	end := off + int64(len(want))
-	span := aligned.Down(int64(r.large.size), r.align)
+	span := aligned.Down(int64(r.large.Size()), r.align)
 	next := aligned.Down(off, r.align) // where the next piece starts
 	var ring [manyDepth]piece
 	head, inflight := 0, 0
 	var err error
 	submit := func() bool {
-		b, gerr := r.large.getAny()
+		b, gerr := r.large.GetAny()
 		if gerr != nil {
 			err = gerr
 			return false
 		}
 		p := piece{b: b, lo: next, hi: min(next+span, aligned.Up(end, r.align))}
-		if serr := q.Submit(direct.Request{Op: direct.OpRead, Buf: b.buf.Bytes()[:p.hi-p.lo], Off: p.lo, Done: b.done}); serr != nil {
-			r.large.put(b)
+		if serr := q.Submit(direct.Request{Op: direct.OpRead, Buf: b.Buf.Bytes()[:p.hi-p.lo], Off: p.lo, Done: b.Done}); serr != nil {
+			r.large.Put(b)
 			err = serr
 			return false
 		}
@@ -55,32 +56,32 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 	}
 	for inflight > 0 {
 		p := ring[head]
-		c := q.Await(p.b.done)
+		c := q.Await(p.b.Done)
 		head, inflight = (head+1)%manyDepth, inflight-1
 		if err == nil {
 			m, cerr := endOK(c.N, c.Err)
 			if unsplitEIO(cerr) {
 				// A latent sector error: ReadAt reads the piece again
 				// sector by sector, keeping what can be read.
-				m, cerr = endOK(r.f.ReadAt(p.b.buf.Bytes()[:p.hi-p.lo], p.lo))
+				m, cerr = endOK(r.f.ReadAt(p.b.Buf.Bytes()[:p.hi-p.lo], p.lo))
 			}
 			pos := off + int64(n)
 			switch {
 			case cerr != nil:
 				if p.lo+int64(m) > pos { // the bytes before bad sectors
-					n += copy(want[n:], p.b.buf.Bytes()[pos-p.lo:m])
+					n += copy(want[n:], p.b.Buf.Bytes()[pos-p.lo:m])
 				}
 				err = fmt.Errorf("fileio: reading %s at %d: %w", r.path, off+int64(n), cerr)
 			case p.lo+int64(m) <= pos:
 				err = fmt.Errorf("fileio: reading %s at %d: file ends at %d: %w", r.path, pos, p.lo+int64(m), io.ErrUnexpectedEOF)
 			default:
-				n += copy(want[n:], p.b.buf.Bytes()[pos-p.lo:m])
+				n += copy(want[n:], p.b.Buf.Bytes()[pos-p.lo:m])
 				if n < len(want) && p.lo+int64(m) < p.hi {
 					err = fmt.Errorf("fileio: reading %s at %d: file ends at %d: %w", r.path, off+int64(n), p.lo+int64(m), io.ErrUnexpectedEOF)
 				}
 			}
 		}
-		r.large.put(p.b)
+		r.large.Put(p.b)
 		if err == nil && next < end {
 			submit()
 		}
