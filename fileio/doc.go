@@ -53,7 +53,8 @@
 //	Open(path, *Options) (*Reader, error)
 //	(*Reader) ReadAt, Size, Mode, Fd, NewSequential, Close
 //	(*Sequential) Read, Seek, ReadAt, WriteTo, Close
-//	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, Context, Faults}
+//	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, Context, Faults, Retry}
+//	RetryPolicy{Context, OnRetry, MinDelay, MaxDelay}
 //	ErrClosed (matches fs.ErrClosed), ErrInvalidOptions, ErrOffset
 //
 // Errors: bad Options match ErrInvalidOptions and leave no file; a closed
