@@ -34,9 +34,9 @@
 //     Examples: https://pkg.go.dev/github.com/dio-storage/dio/faults#pkg-examples
 //   - [github.com/dio-storage/dio/direct]: the O_DIRECT file underneath:
 //     alignment discovery, aligned ReadAt and WriteAt, the asynchronous
-//     Queue (io_uring and pwrite engines), and, being added, untorn
-//     writes (File.WriteAtomicAt), for callers that align their own
-//     buffers.
+//     Queue (io_uring and pwrite engines, SubmitBatch), untorn writes
+//     (File.WriteAtomicAt) and latent sector errors (SectorError), for
+//     callers that align their own buffers.
 //     Examples: https://pkg.go.dev/github.com/dio-storage/dio/direct#pkg-examples
 //   - [github.com/dio-storage/dio/aligned]: aligned memory outside the Go
 //     heap and a Pool with a byte budget shared by writers.
@@ -51,7 +51,7 @@
 // # Platforms
 //
 // Linux gets everything: io_uring, statx's direct-I/O alignment (6.1),
-// untorn writes with RWF_ATOMIC (6.11, being added), uncached buffered writes with
+// untorn writes with RWF_ATOMIC (6.11), uncached buffered writes with
 // RWF_DONTCACHE on the fallback (6.14). darwin, windows and freebsd build
 // and run the same API through github.com/ncw/directio (F_NOCACHE,
 // FILE_FLAG_NO_BUFFERING) on the pwrite engine.
