@@ -337,25 +337,15 @@ func (r *Reader) read(done chan direct.Completion, p []byte, off int64) (int, er
 				return 0, err
 			}
 			c := q.Await(done)
-			if rawEIO(c.Err) {
+			if readbuf.UnsplitEIO(c.Err) {
 				// A latent sector error: ReadAt reads the range again
 				// sector by sector, keeping what can be read.
-				return endOK(r.f.ReadAt(p, off))
+				return readbuf.EndOK(r.f.ReadAt(p, off))
 			}
-			return endOK(c.N, c.Err)
+			return readbuf.EndOK(c.N, c.Err)
 		}
 	}
-	return endOK(r.f.ReadAt(p, off))
-}
-
-// rawEIO reports whether err is an EIO that has not been split into
-// sectors yet (direct.File.ReadAt does; a queued read does not).
-func rawEIO(err error) bool {
-	if err == nil { // first: errors.As's target escapes, and ReadBlob allocates nothing
-		return false
-	}
-	var se *direct.SectorError
-	return errors.Is(err, syscall.EIO) && !errors.As(err, &se)
+	return readbuf.EndOK(r.f.ReadAt(p, off))
 }
 
 // badSectors reports whether err names sectors that could not be read
@@ -366,14 +356,6 @@ func badSectors(err error) bool {
 	}
 	var se *direct.SectorError
 	return errors.As(err, &se)
-}
-
-// endOK drops the io.EOF of a read cut short by the end of the file.
-func endOK(n int, err error) (int, error) {
-	if err == io.EOF {
-		err = nil
-	}
-	return n, err
 }
 
 // queue returns the Reader's queue, set up on first use, or nil if the

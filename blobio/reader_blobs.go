@@ -272,12 +272,12 @@ func (v *vectored) fail(k int, err error) error {
 func (v *vectored) deliver(c direct.Completion) error {
 	r := v.r
 	m := &v.reads[c.Token]
-	n, err := endOK(c.N, c.Err)
-	if rawEIO(err) {
+	n, err := readbuf.EndOK(c.N, c.Err)
+	if readbuf.UnsplitEIO(err) {
 		// A latent sector error: read the range again sector by
 		// sector, so that only the offsets the bad sectors concern
 		// fail.
-		n, err = endOK(r.f.ReadAt(m.b.Buf.Bytes()[:m.hi-m.lo], m.lo))
+		n, err = readbuf.EndOK(r.f.ReadAt(m.b.Buf.Bytes()[:m.hi-m.lo], m.lo))
 	}
 	var bad []*direct.SectorError
 	if badSectors(err) {

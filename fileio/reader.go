@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -273,23 +272,15 @@ func (r *Reader) read(done chan direct.Completion, p []byte, off int64) (int, er
 				return 0, err
 			}
 			c := q.Await(done)
-			if unsplitEIO(c.Err) {
+			if readbuf.UnsplitEIO(c.Err) {
 				// A latent sector error: ReadAt reads the range again
 				// sector by sector, keeping what can be read.
-				return endOK(r.f.ReadAt(p, off))
+				return readbuf.EndOK(r.f.ReadAt(p, off))
 			}
-			return endOK(c.N, c.Err)
+			return readbuf.EndOK(c.N, c.Err)
 		}
 	}
-	return endOK(r.f.ReadAt(p, off))
-}
-
-// endOK drops the io.EOF of a read cut short by the end of the file.
-func endOK(n int, err error) (int, error) {
-	if err == io.EOF {
-		err = nil
-	}
-	return n, err
+	return readbuf.EndOK(r.f.ReadAt(p, off))
 }
 
 // queue returns the Reader's queue, set up on first use, or nil if the
@@ -334,16 +325,4 @@ func (r *Reader) Close() error {
 	r.small.Close()
 	r.large.Close()
 	return r.f.Close()
-}
-
-// unsplitEIO reports whether err is an EIO that has not been split into
-// sectors yet (direct.File.ReadAt does; a queued read does not). It
-// returns at once for nil: errors.As's target escapes to the heap, and a
-// read that succeeded allocates nothing.
-func unsplitEIO(err error) bool {
-	if err == nil {
-		return false
-	}
-	var se *direct.SectorError
-	return errors.Is(err, syscall.EIO) && !errors.As(err, &se)
 }

@@ -59,11 +59,11 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		c := q.Await(p.b.Done)
 		head, inflight = (head+1)%manyDepth, inflight-1
 		if err == nil {
-			m, cerr := endOK(c.N, c.Err)
-			if unsplitEIO(cerr) {
+			m, cerr := readbuf.EndOK(c.N, c.Err)
+			if readbuf.UnsplitEIO(cerr) {
 				// A latent sector error: ReadAt reads the piece again
 				// sector by sector, keeping what can be read.
-				m, cerr = endOK(r.f.ReadAt(p.b.Buf.Bytes()[:p.hi-p.lo], p.lo))
+				m, cerr = readbuf.EndOK(r.f.ReadAt(p.b.Buf.Bytes()[:p.hi-p.lo], p.lo))
 			}
 			pos := off + int64(n)
 			switch {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/readbuf"
 )
 
 // Read-ahead sizes.
@@ -345,7 +346,7 @@ func (s *Sequential) fill() {
 func (s *Sequential) await(w *seqSlot) {
 	c := s.q.Await(w.done)
 	w.inflight = false
-	w.n, w.err = endOK(c.N, c.Err)
+	w.n, w.err = readbuf.EndOK(c.N, c.Err)
 	if errors.Is(w.err, io.EOF) {
 		w.err = nil
 	}
