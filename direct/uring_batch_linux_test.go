@@ -146,3 +146,28 @@ func TestURingBatchClosedFile(t *testing.T) {
 	u.mu.Unlock()
 	require.NoError(t, q.Close())
 }
+
+// TestURingBatchAllocs: a warm SubmitBatch allocates nothing, as Submit
+// does not: a batch of two reads would otherwise spend on its
+// allocations much of what its one io_uring_enter saves.
+func TestURingBatchAllocs(t *testing.T) {
+	if testing.Short() || raceOn {
+		t.Skip("AllocsPerRun: -short, or -race (make test runs it without)")
+	}
+	_, q, _ := privateQueue(t, 8)
+	rs, dones := reads(2)
+	run := func() {
+		n, err := q.SubmitBatch(rs)
+		if err != nil || n != len(rs) {
+			t.Fatalf("SubmitBatch: %d, %v", n, err)
+		}
+		for _, d := range dones {
+			if c := q.Await(d); c.Err != nil {
+				t.Fatal(c.Err)
+			}
+		}
+	}
+	run() // warm the pool
+	assert.Zero(t, testing.AllocsPerRun(100, run), "allocations per SubmitBatch of two reads and their Awaits")
+	require.NoError(t, q.Close())
+}

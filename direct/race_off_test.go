@@ -1,0 +1,6 @@
+//go:build !race
+
+package direct
+
+// raceOn reports whether the race detector is on (it allocates).
+const raceOn = false
