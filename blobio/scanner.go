@@ -17,12 +17,13 @@ import (
 // closed. A Scanner is for one goroutine; its Reader may be closed from
 // another.
 type Scanner struct {
-	r    *Reader     // the Reader scanned, or nil for NewScannerReaderAt's
-	ra   io.ReaderAt // NewScannerReaderAt's source, read synchronously
-	mu   sync.Mutex  // held by Scan, and by the Reader's Close finishing it
-	q    direct.Queue
-	bufs [2]*aligned.Buffer
-	done [2]chan direct.Completion // bufs[i]'s read completes on done[i]
+	r     *Reader     // the Reader scanned, or nil for NewScannerReaderAt's
+	ra    io.ReaderAt // NewScannerReaderAt's source, read synchronously
+	mu    sync.Mutex  // held by Scan, and by the Reader's Close finishing it
+	q     direct.Queue
+	bufs  [2]*aligned.Buffer
+	done  [2]chan direct.Completion // bufs[i]'s read completes on done[i]
+	batch [2]direct.Request         // begin's two reads, submitted together
 
 	start    int64 // offset of the first blob
 	size     int64 // where the blobs end
@@ -160,14 +161,14 @@ func (s *Scanner) begin() error {
 // and bufs[1] with one batch. When the queue refuses the second read the
 // first stays in flight (finish waits for it) and the error is returned.
 func (s *Scanner) readBoth(first, second int64) error {
-	rs := [2]direct.Request{
-		{Op: direct.OpRead, Buf: s.bufs[0].Bytes(), Off: first, Done: s.done[0]},
-		{Op: direct.OpRead, Buf: s.bufs[1].Bytes(), Off: second, Done: s.done[1]},
-	}
+	rs := &s.batch // a field: a local array would escape, one allocation per scan
+	rs[0] = direct.Request{Op: direct.OpRead, Buf: s.bufs[0].Bytes(), Off: first, Done: s.done[0]}
+	rs[1] = direct.Request{Op: direct.OpRead, Buf: s.bufs[1].Bytes(), Off: second, Done: s.done[1]}
 	n, err := direct.SubmitBatch(s.q, rs[:])
 	for i := range n {
 		s.reading[i], s.readOff[i] = true, rs[i].Off
 	}
+	*rs = [2]direct.Request{}
 	return err
 }
 
