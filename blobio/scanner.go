@@ -17,12 +17,13 @@ import (
 // closed. A Scanner is for one goroutine; its Reader may be closed from
 // another.
 type Scanner struct {
-	r    *Reader     // the Reader scanned, or nil for NewScannerReaderAt's
-	ra   io.ReaderAt // NewScannerReaderAt's source, read synchronously
-	mu   sync.Mutex  // held by Scan, and by the Reader's Close finishing it
-	q    direct.Queue
-	done chan direct.Completion
-	bufs [2]*aligned.Buffer
+	r     *Reader     // the Reader scanned, or nil for NewScannerReaderAt's
+	ra    io.ReaderAt // NewScannerReaderAt's source, read synchronously
+	mu    sync.Mutex  // held by Scan, and by the Reader's Close finishing it
+	q     direct.Queue
+	bufs  [2]*aligned.Buffer
+	done  [2]chan direct.Completion // bufs[i]'s read completes on done[i]
+	batch [2]direct.Request         // begin's two reads, submitted together
 
 	start    int64 // offset of the first blob
 	size     int64 // where the blobs end
@@ -35,11 +36,12 @@ type Scanner struct {
 	dec      *decoderPool
 	raDone   direct.Completion // NewScannerReaderAt's read ahead, already done
 
-	cur      int   // index of the buffer being parsed
-	curOff   int64 // stream offset of bufs[cur][0]
-	curLen   int   // bytes valid in bufs[cur]
-	ahead    bool  // a read into bufs[1-cur] is in flight
-	aheadOff int64
+	started bool     // begin ran: the buffers exist and the first reads went out
+	cur     int      // index of the buffer being parsed
+	curOff  int64    // stream offset of bufs[cur][0]
+	curLen  int      // bytes valid in bufs[cur]
+	reading [2]bool  // a read into bufs[i] is in flight (or, for ra, done and not yet taken)
+	readOff [2]int64 // where it reads
 
 	pos     int64 // offset of the next blob
 	off     int64 // offset of the current blob
@@ -76,7 +78,7 @@ func NewScanner(r *Reader) *Scanner { return NewScannerAt(r, 0) }
 // An offset outside the file makes the first Scan fail with ErrOffset.
 func NewScannerAt(r *Reader, off int64) *Scanner {
 	s := &Scanner{
-		r: r, done: make(chan direct.Completion, 2),
+		r: r, done: [2]chan direct.Completion{make(chan direct.Completion, 1), make(chan direct.Completion, 1)},
 		start: off, pos: off, size: r.size, bounded: r.bounded, sum: r.sum,
 		readSize: r.scanSize, memAl: r.memAl, offAl: r.align, dec: &r.dec,
 	}
@@ -110,10 +112,12 @@ func NewScannerReaderAt(ra io.ReaderAt, off, size int64) *Scanner {
 	return s
 }
 
-// begin allocates the buffers and the queue, and reads the first two
-// windows.
-func (s *Scanner) begin() error {
-	if s.ra == nil {
+// alloc allocates the buffers and the queue, once.
+func (s *Scanner) alloc() error {
+	if s.bufs[1] != nil {
+		return nil
+	}
+	if s.ra == nil && s.q == nil {
 		q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2})
 		if err != nil {
 			return err
@@ -121,16 +125,51 @@ func (s *Scanner) begin() error {
 		s.q = q
 	}
 	for i := range s.bufs {
+		if s.bufs[i] != nil {
+			continue
+		}
 		var err error
 		if s.bufs[i], err = aligned.New(s.readSize, s.memAl); err != nil {
 			return err
 		}
 	}
-	s.cur = 1 // advance swaps to 0
-	if err := s.readAhead(aligned.Down(s.start, s.offAl)); err != nil {
+	return nil
+}
+
+// begin allocates the buffers and the queue, and reads the first two
+// windows: on a queue both reads go in together, one io_uring_enter for
+// the two (direct.SubmitBatch), and the second is read while the first
+// is parsed.
+func (s *Scanner) begin() error {
+	s.started = true
+	if err := s.alloc(); err != nil {
+		return err
+	}
+	s.cur = 1 // advance makes bufs[0] current
+	first := aligned.Down(s.start, s.offAl)
+	if second := first + int64(s.readSize); s.q != nil && first < s.size && second < s.size {
+		if err := s.readBoth(first, second); err != nil {
+			return err
+		}
+	} else if err := s.readAhead(first); err != nil {
 		return err
 	}
 	return s.advance()
+}
+
+// readBoth starts reading the windows at first and second into bufs[0]
+// and bufs[1] with one batch. When the queue refuses the second read the
+// first stays in flight (finish waits for it) and the error is returned.
+func (s *Scanner) readBoth(first, second int64) error {
+	rs := &s.batch // a field: a local array would escape, one allocation per scan
+	rs[0] = direct.Request{Op: direct.OpRead, Buf: s.bufs[0].Bytes(), Off: first, Done: s.done[0]}
+	rs[1] = direct.Request{Op: direct.OpRead, Buf: s.bufs[1].Bytes(), Off: second, Done: s.done[1]}
+	n, err := direct.SubmitBatch(s.q, rs[:])
+	for i := range n {
+		s.reading[i], s.readOff[i] = true, rs[i].Off
+	}
+	*rs = [2]direct.Request{}
+	return err
 }
 
 // readAhead starts reading the window at off into the spare buffer.
@@ -138,7 +177,8 @@ func (s *Scanner) readAhead(off int64) error {
 	if off >= s.size {
 		return nil
 	}
-	spare := s.bufs[1-s.cur].Bytes()
+	i := 1 - s.cur
+	spare := s.bufs[i].Bytes()
 	if s.ra != nil {
 		// An io.ReaderAt has no queue: read now, deliver at advance.
 		want := spare[:min(int64(len(spare)), s.size-off)]
@@ -147,36 +187,53 @@ func (s *Scanner) readAhead(off int64) error {
 			err = nil
 		}
 		s.raDone = direct.Completion{Op: direct.OpRead, N: n, Err: err}
-		s.ahead, s.aheadOff = true, off
+		s.reading[i], s.readOff[i] = true, off
 		return nil
 	}
-	err := s.q.Submit(direct.Request{Op: direct.OpRead, Buf: spare, Off: off, Done: s.done})
+	err := s.q.Submit(direct.Request{Op: direct.OpRead, Buf: spare, Off: off, Done: s.done[i]})
 	if err != nil {
 		return err
 	}
-	s.ahead, s.aheadOff = true, off
+	s.reading[i], s.readOff[i] = true, off
 	return nil
 }
 
-// advance makes the buffer read ahead current and reads the next one.
+// advance makes the buffer read ahead current and reads the next one,
+// unless begin's batch is reading it already.
 func (s *Scanner) advance() error {
-	if !s.ahead {
+	i := 1 - s.cur
+	if !s.reading[i] {
 		return fmt.Errorf("blobio: scanning at %d: file ends at %d: %w", s.curOff+int64(s.curLen), s.size, io.ErrUnexpectedEOF)
 	}
-	c := s.raDone
-	if s.ra == nil {
-		c = s.q.Await(s.done)
-	}
-	s.ahead = false
+	c := s.await(i)
 	if c.Err != nil && c.Err != io.EOF {
 		return c.Err
 	}
-	s.cur = 1 - s.cur
-	s.curOff, s.curLen = s.aheadOff, c.N
+	s.cur = i
+	s.curOff, s.curLen = s.readOff[i], c.N
 	if c.N == 0 {
 		return fmt.Errorf("blobio: scanning at %d: file ends early: %w", s.curOff, io.ErrUnexpectedEOF)
 	}
-	return s.readAhead(s.curOff + int64(c.N))
+	next := s.curOff + int64(c.N)
+	if j := 1 - i; s.reading[j] {
+		if s.readOff[j] == next {
+			return nil // begin's second read
+		}
+		// The first window came back short (the file ended before
+		// size): begin's second read is not where the stream goes on.
+		s.await(j)
+	}
+	return s.readAhead(next)
+}
+
+// await waits for the read into bufs[i] and returns its completion.
+func (s *Scanner) await(i int) direct.Completion {
+	c := s.raDone
+	if s.ra == nil {
+		c = s.q.Await(s.done[i])
+	}
+	s.reading[i] = false
+	return c
 }
 
 // bytes returns the n stream bytes at off, which is at or after the
@@ -215,7 +272,7 @@ func (s *Scanner) Scan() bool {
 		s.finish(nil)
 		return false
 	}
-	if s.bufs[0] == nil {
+	if !s.started {
 		if err := s.begin(); err != nil {
 			s.finish(err)
 			return false
@@ -330,8 +387,10 @@ func (s *Scanner) finish(err error) {
 	}
 	s.blob = nil
 	if s.q != nil {
-		if s.ahead {
-			s.q.Await(s.done)
+		for i, busy := range s.reading {
+			if busy {
+				s.await(i)
+			}
 		}
 		s.q.Close()
 	}

@@ -708,6 +708,11 @@ func (f *File) advance(pos, final int64) error {
 	lo := aligned.Down(pos, al)
 	hi := min(lo+int64(size), aligned.Up(final, al))
 	st.cur.n = 0 // its bytes change now
+	if size == f.rd.size && hi == lo+int64(size) && hi < final {
+		// The window's first whole read, with bytes on disk past it:
+		// the read-ahead goes with it, one batch.
+		return f.advanceWithAhead(lo, hi, pos, final)
+	}
 	n, err := f.readDisk(st.cur, lo, int(hi-lo))
 	if err != nil {
 		return err
@@ -719,6 +724,50 @@ func (f *File) advance(pos, final int64) error {
 		f.startAhead()
 	}
 	return nil
+}
+
+// advanceWithAhead reads [lo, hi), a whole buffer, into the window and
+// the buffer after it into the read-ahead, submitted together (one
+// io_uring_enter on the io_uring engine), and waits for the first: the
+// read-ahead then runs while the caller parses, instead of starting once
+// the window's read is done. A read-ahead the queue refuses is dropped,
+// as startAhead drops one; a refused window read is the caller's error.
+// f.rmu is held, st.busy set; the lock is released for the device wait.
+func (f *File) advanceWithAhead(lo, hi, pos, final int64) error {
+	st := &f.rd.st
+	if st.next == nil {
+		if b, err := f.newBuf(); err == nil { // else no read-ahead, as in startAhead
+			st.next = b
+		}
+	}
+	q, err := f.readQueue()
+	if err != nil {
+		return err
+	}
+	rs := [2]direct.Request{{Op: direct.OpRead, Buf: st.cur.b.Bytes()[:hi-lo], Off: lo, Done: st.cur.done}}
+	k := 1
+	if st.next != nil {
+		st.next.n = 0
+		rs[1] = direct.Request{Op: direct.OpRead, Buf: st.next.b.Bytes(), Off: hi, Done: st.next.done}
+		k = 2
+	}
+	f.rmu.Unlock()
+	m, err := direct.SubmitBatch(q, rs[:k])
+	var c direct.Completion
+	if m > 0 {
+		c = q.Await(st.cur.done)
+	}
+	f.rmu.Lock()
+	if m == 2 {
+		st.ahead, st.aheadOff, st.aheadFinal = true, hi, final
+	}
+	if m == 0 {
+		return err
+	}
+	if c.Err != nil && c.Err != io.EOF {
+		return c.Err
+	}
+	return st.cur.set(lo, c.N, int(hi-lo), pos, final)
 }
 
 // startAhead reads the bytes after the window into next in the background,

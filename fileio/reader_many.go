@@ -32,28 +32,49 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 	next := aligned.Down(off, r.align) // where the next piece starts
 	var ring [manyDepth]piece
 	head, inflight := 0, 0
-	var err error
-	submit := func() bool {
+	var err error  // a read that failed: the bytes past it are not copied
+	var stop error // a piece that could not be submitted: the pieces before it are read
+	// stage readies the next piece in the ring and its request, which
+	// the caller submits.
+	var reqs [manyDepth]direct.Request
+	stage := func(k int) bool {
 		b, gerr := r.large.GetAny()
 		if gerr != nil {
-			err = gerr
+			stop = gerr
 			return false
 		}
 		p := piece{b: b, lo: next, hi: min(next+span, aligned.Up(end, r.align))}
-		if serr := q.Submit(direct.Request{Op: direct.OpRead, Buf: b.Buf.Bytes()[:p.hi-p.lo], Off: p.lo, Done: b.Done}); serr != nil {
-			r.large.Put(b)
-			err = serr
-			return false
-		}
-		ring[(head+inflight)%manyDepth] = p
-		inflight++
+		ring[(head+inflight+k)%manyDepth] = p
+		reqs[k] = direct.Request{Op: direct.OpRead, Buf: b.Buf.Bytes()[:p.hi-p.lo], Off: p.lo, Done: b.Done}
 		next = p.hi
 		return true
 	}
-	n := 0
-	for err == nil && inflight < manyDepth && next < end {
-		submit()
+	// submit submits the k pieces staged, together: the first manyDepth
+	// at once with one io_uring_enter (direct.SubmitBatch), then one as
+	// each completes. The pieces the queue refuses give their buffers
+	// back, and the error ends the read after the bytes of those before.
+	submit := func(k int) {
+		if k == 0 {
+			return
+		}
+		m, serr := submitAll(q, reqs[:k])
+		clear(reqs[:k])
+		for j := m; j < k; j++ {
+			r.large.Put(ring[(head+inflight+j)%manyDepth].b)
+		}
+		inflight += m
+		if serr != nil {
+			stop = serr
+		}
 	}
+	n := 0
+	k := 0
+	for stop == nil && k < manyDepth && next < end {
+		if stage(k) {
+			k++
+		}
+	}
+	submit(k)
 	for inflight > 0 {
 		p := ring[head]
 		c := q.Await(p.b.Done)
@@ -82,9 +103,26 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 			}
 		}
 		r.large.Put(p.b)
-		if err == nil && next < end {
-			submit()
+		if err == nil && stop == nil && next < end && stage(0) {
+			submit(1)
 		}
 	}
+	if err == nil {
+		err = stop
+	}
 	return n, err
+}
+
+// submitAll submits rs in order and returns how many the queue accepted,
+// as direct.SubmitBatch does: several together, one io_uring_enter for
+// them on the io_uring engine, and one alone through Submit, which costs
+// the engine less than a batch of one.
+func submitAll(q direct.Queue, rs []direct.Request) (int, error) {
+	if len(rs) == 1 {
+		if err := q.Submit(rs[0]); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	return direct.SubmitBatch(q, rs)
 }

@@ -45,11 +45,12 @@ type Sequential struct {
 
 	q     direct.Queue
 	slab  *aligned.Buffer
-	slots []seqSlot // the ring of windows
-	head  int       // the oldest window, the one being consumed
-	used  int       // windows read or in flight, from head
-	ahead int64     // where the next window starts: the end of what is read ahead
-	grow  int       // the next window's length
+	slots []seqSlot        // the ring of windows
+	head  int              // the oldest window, the one being consumed
+	used  int              // windows read or in flight, from head
+	ahead int64            // where the next window starts: the end of what is read ahead
+	grow  int              // the next window's length
+	batch []direct.Request // fill's reads, submitted together
 
 	pos     int64 // Read's position
 	lastEnd int64 // where the last read ended, to tell a sequential ReadAt
@@ -308,6 +309,7 @@ func (s *Sequential) start() error {
 	mem := slab.Bytes()
 	s.slab, s.q = slab, q
 	s.slots = make([]seqSlot, ring)
+	s.batch = make([]direct.Request, 0, ring)
 	for i := range s.slots {
 		s.slots[i] = seqSlot{buf: mem[i*read : (i+1)*read : (i+1)*read], done: make(chan direct.Completion, 1)}
 	}
@@ -324,9 +326,21 @@ func (s *Sequential) restart(off int64) {
 }
 
 // fill starts reads into the free windows, each where the last ends, up
-// to Size.
+// to Size. The reads it starts together (the window opening, or refilling
+// after the caller caught up) go to the queue as one batch: one
+// io_uring_enter on the io_uring engine, not one each. When the queue
+// refuses part of the batch, the first window refused holds the error,
+// which next reports when the caller gets there, and the windows after it
+// are given back.
 func (s *Sequential) fill() {
+	if s.used > 0 {
+		if w := &s.slots[(s.head+s.used-1)%len(s.slots)]; !w.inflight && w.err != nil {
+			return // the stream stops at the error, which next reports
+		}
+	}
 	end := aligned.Up(s.r.size, s.r.align)
+	first := s.used // the first window this call starts, from head
+	s.batch = s.batch[:0]
 	for s.used < len(s.slots) && s.ahead < end {
 		w := &s.slots[(s.head+s.used)%len(s.slots)]
 		w.off, w.n, w.err = s.ahead, 0, nil
@@ -335,11 +349,23 @@ func (s *Sequential) fill() {
 		s.used++
 		s.ahead += int64(w.want)
 		s.grow = min(2*s.grow, len(w.buf))
-		if err := s.q.Submit(direct.Request{Op: direct.OpRead, Buf: w.buf[:w.want], Off: w.off, Done: w.done}); err != nil {
-			w.inflight, w.err = false, err
-			return
-		}
+		s.batch = append(s.batch, direct.Request{Op: direct.OpRead, Buf: w.buf[:w.want], Off: w.off, Done: w.done})
 	}
+	if len(s.batch) == 0 {
+		return
+	}
+	k, err := submitAll(s.q, s.batch)
+	clear(s.batch) // drop the buffers' references
+	if err == nil {
+		return
+	}
+	w := &s.slots[(s.head+first+k)%len(s.slots)]
+	w.inflight, w.err = false, err
+	for i := first + k + 1; i < s.used; i++ {
+		s.slots[(s.head+i)%len(s.slots)].inflight = false
+	}
+	s.used = first + k + 1
+	s.ahead = w.off + int64(w.want)
 }
 
 // await waits for w's read.

@@ -423,6 +423,20 @@ func (a *Appender) next() (int, error) {
 // submit writes slots [i, j) as one request: they are adjacent in memory
 // and in the file, all full but the last, which is padded to the alignment.
 func (a *Appender) submit(i, j int) error {
+	r, err := a.request(i, j)
+	if err != nil {
+		return err
+	}
+	if err := a.q.Submit(r); err != nil {
+		return a.fatal(err)
+	}
+	a.submitted(i, j, r)
+	return nil
+}
+
+// request returns the write of slots [i, j), the last padded to the
+// alignment, once the file has grown to hold it.
+func (a *Appender) request(i, j int) (direct.Request, error) {
 	buf := a.slots[i].buf
 	if j-i > 1 {
 		buf = a.slab.Bytes()[i*a.bufSize : j*a.bufSize]
@@ -431,12 +445,13 @@ func (a *Appender) submit(i, j int) error {
 	padded := a.padTail(buf, n)
 	off := a.slots[i].off
 	if err := a.growTo(off + int64(padded)); err != nil {
-		return err
+		return direct.Request{}, err
 	}
-	err := a.q.Submit(direct.Request{Op: direct.OpWrite, Buf: buf[:padded], Off: off, Token: uint64(i), Done: a.done})
-	if err != nil {
-		return a.fatal(err)
-	}
+	return direct.Request{Op: direct.OpWrite, Buf: buf[:padded], Off: off, Token: uint64(i), Done: a.done}, nil
+}
+
+// submitted records that r, the write of slots [i, j), is in flight.
+func (a *Appender) submitted(i, j int, r direct.Request) {
 	a.mu.Lock()
 	for k := i; k < j; k++ {
 		a.slots[k].state = busy
@@ -444,8 +459,7 @@ func (a *Appender) submit(i, j int) error {
 	a.mu.Unlock()
 	a.slots[i].span = j - i
 	a.inflight++
-	a.fileSize = max(a.fileSize, off+int64(padded))
-	return nil
+	a.fileSize = max(a.fileSize, r.Off+int64(len(r.Buf)))
 }
 
 // growTo makes the file at least end bytes long, in steps that grow with

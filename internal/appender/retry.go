@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
 )
 
 // Failures survived. A write that fails with ENOSPC, EDQUOT or EIO, a
@@ -47,9 +48,9 @@ func retryable(err error) bool {
 // and retries: ENOSPC, EDQUOT or EIO.
 func Retryable(err error) bool { return retryable(err) }
 
-// recover writes again, one buffer per request, every buffer a failed
-// write or Sync left lost and every full one not yet written, waits for
-// them, and makes the first buffer that is not full the one being filled.
+// recover writes again, one buffer per request (rewrite), every buffer
+// a failed write or Sync left lost and every full one not yet written,
+// waits for them, and makes the first buffer that is not full the one being filled.
 // It returns nil, or the error that still stands.
 func (a *Appender) recover() error {
 	if a.err != nil {
@@ -63,16 +64,9 @@ func (a *Appender) recover() error {
 		return a.err
 	}
 	a.fault = nil
-	for i := range a.slots {
-		s := &a.slots[i]
-		if i == a.cur && s.n < len(s.buf) {
-			continue // the next flush writes it, as it writes every tail
-		}
-		if s.state == lost || s.state == pending {
-			if err := a.submit(i, i+1); err != nil {
-				return err
-			}
-		}
+	if err := a.rewrite(); err != nil {
+		a.wait() // those accepted
+		return err
 	}
 	if err := a.wait(); err != nil {
 		return err
@@ -98,6 +92,42 @@ func (a *Appender) recover() error {
 	t.state, t.off, t.n = filling, end, 0
 	a.mu.Unlock()
 	return nil
+}
+
+// rewrite submits every buffer that is lost, or full and not yet
+// written, one buffer per request, all of them together: one
+// io_uring_enter per Depth of them on the io_uring engine
+// (direct.SubmitBatch), where a failed Sync after a ring's worth of
+// writes leaves a ring's worth to write again. The buffers of requests
+// the queue refuses are not submitted; the refusal, an error the
+// Appender cannot retry, is sticky; recover waits for the writes
+// accepted either way.
+func (a *Appender) rewrite() error {
+	var rs []direct.Request
+	var rerr error
+	for i := range a.slots {
+		s := &a.slots[i]
+		if i == a.cur && s.n < len(s.buf) {
+			continue // the next flush writes it, as it writes every tail
+		}
+		if s.state == lost || s.state == pending {
+			r, err := a.request(i, i+1)
+			if err != nil {
+				rerr = err // submit what is ready, then report it
+				break
+			}
+			rs = append(rs, r)
+		}
+	}
+	n, err := direct.SubmitBatch(a.q, rs)
+	for _, r := range rs[:n] {
+		i := int(r.Token)
+		a.submitted(i, i+1, r)
+	}
+	if err != nil {
+		return a.fatal(err)
+	}
+	return rerr
 }
 
 // rewind withdraws what a record cut short by cause appended past off,

@@ -1,0 +1,73 @@
+package fileio
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// countedReader opens path with its queue wrapped in a countQueue; it
+// skips where reads do not go through an io_uring queue (readMany's only
+// path).
+func countedReader(t *testing.T, path string) (*Reader, *countQueue) {
+	t.Helper()
+	r, err := Open(path, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	if !r.uring {
+		t.Skipf("long reads split on io_uring only; here %v", r.f.Mode())
+	}
+	q := &countQueue{Queue: r.queue(), refuse: -1}
+	require.NotNil(t, q.Queue)
+	r.q.Store(&queueRef{q})
+	return r, q
+}
+
+// TestReadManyBatch: a ReadAt longer than a large buffer submits its
+// first manyDepth pieces as one batch and each later piece as one
+// completes, and returns the file's bytes.
+func TestReadManyBatch(t *testing.T) {
+	path, want := patterned(t, 4<<20)
+	r, q := countedReader(t, path)
+	off, n := int64(1000), 3<<20
+	got := make([]byte, n)
+	k, err := r.ReadAt(got, off)
+	require.NoError(t, err)
+	require.Equal(t, n, k)
+	require.True(t, bytes.Equal(want[off:off+int64(n)], got), "the file's bytes")
+	submits, batches := q.counts()
+	span := int(r.large.Size()) / int(r.align) * int(r.align)
+	lo := int(off) / int(r.align) * int(r.align)
+	hi := (int(off) + n + int(r.align) - 1) / int(r.align) * int(r.align)
+	pieces := (hi - lo + span - 1) / span
+	require.Greater(t, pieces, manyDepth)
+	assert.Equal(t, []int{manyDepth}, batches, "the first pieces, one batch")
+	assert.Equal(t, pieces-manyDepth, submits, "the rest one at a time")
+	assert.Equal(t, r.large.Made(), r.large.Idle(), "large buffers given back")
+}
+
+// TestReadManyBatchRefused: when the queue takes only three pieces of
+// the batch, ReadAt returns the bytes those hold and the refusal, after
+// waiting for them, and every buffer is back in the pool; the next
+// ReadAt reads it all.
+func TestReadManyBatchRefused(t *testing.T) {
+	path, want := patterned(t, 4<<20)
+	r, q := countedReader(t, path)
+	q.refuse = 3
+	got := make([]byte, 2<<20)
+	k, err := r.ReadAt(got, 0)
+	require.ErrorIs(t, err, errRefused)
+	span := int(r.large.Size()) / int(r.align) * int(r.align)
+	assert.Equal(t, 3*span, k, "the bytes of the pieces accepted")
+	assert.Equal(t, want[:k], got[:k])
+	assert.Equal(t, r.large.Made(), r.large.Idle(), "large buffers given back")
+	assert.Zero(t, r.state.Load(), "calls in progress")
+
+	q.refuse = -1
+	k, err = r.ReadAt(got, 0)
+	require.NoError(t, err)
+	assert.Equal(t, len(got), k)
+	assert.True(t, bytes.Equal(want[:len(got)], got))
+}

@@ -1,0 +1,172 @@
+package fileio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// countQueue wraps a queue as a direct.Batcher: it counts the requests
+// that go in one at a time and records the length of every batch; with
+// refuse >= 0 it accepts only the first refuse requests of a batch and
+// refuses the rest with errRefused.
+type countQueue struct {
+	direct.Queue
+	mu      sync.Mutex
+	submits int
+	batches []int
+	refuse  int
+}
+
+var errRefused = errors.New("batch refused")
+
+func (q *countQueue) Submit(r direct.Request) error {
+	q.mu.Lock()
+	q.submits++
+	q.mu.Unlock()
+	return q.Queue.Submit(r)
+}
+
+func (q *countQueue) SubmitBatch(rs []direct.Request) (int, error) {
+	q.mu.Lock()
+	q.batches = append(q.batches, len(rs))
+	refuse := q.refuse
+	q.mu.Unlock()
+	if refuse < 0 || refuse >= len(rs) {
+		return direct.SubmitBatch(q.Queue, rs)
+	}
+	n, err := direct.SubmitBatch(q.Queue, rs[:refuse])
+	if err == nil {
+		err = errRefused
+	}
+	return n, err
+}
+
+// counts returns what q saw and forgets it.
+func (q *countQueue) counts() (submits int, batches []int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	submits, batches = q.submits, q.batches
+	q.submits, q.batches = 0, nil
+	return submits, batches
+}
+
+// patterned writes n bytes of a pattern no two 4 KiB blocks share to a
+// new file and returns its path and bytes.
+func patterned(t *testing.T, n int) (string, []byte) {
+	t.Helper()
+	path := filepath.Join(testenv.Dir(t), "seq")
+	want := make([]byte, n)
+	for i := range want {
+		want[i] = byte(i*7 + i>>12)
+	}
+	w, err := Create(path, nil)
+	require.NoError(t, err)
+	_, err = w.Write(want)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return path, want
+}
+
+// countedSequential returns a Sequential over r at 0, its ring set up and
+// its queue wrapped in a countQueue, and the wrapper.
+func countedSequential(t *testing.T, r *Reader, refuse int) (*Sequential, *countQueue) {
+	t.Helper()
+	s, err := r.NewSequential(0)
+	require.NoError(t, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.NoError(t, s.start())
+	q := &countQueue{Queue: s.q, refuse: refuse}
+	s.q = q
+	return s, q
+}
+
+// TestSequentialBatch: the windows a Sequential opens with (64 KiB
+// doubling up to 512 KiB, 2 MiB ahead) go to the queue as one batch, and
+// each window given back afterwards is refilled alone, as it is due.
+func TestSequentialBatch(t *testing.T) {
+	path, want := patterned(t, 6<<20+1000)
+	r, err := Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	s, q := countedSequential(t, r, -1)
+	defer s.Close()
+	ring := len(s.slots)
+	var got bytes.Buffer
+	_, err = io.Copy(&got, s)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got.Bytes()), "the file's bytes")
+	submits, batches := q.counts()
+	require.Equal(t, []int{ring}, batches, "the opening windows, one batch")
+	// 64+128+256 KiB, then 512 KiB windows up to the block past Size.
+	opened := 64<<10 + 128<<10 + 256<<10
+	rest := int64(len(want)) - int64(opened)
+	assert.Equal(t, 3+int((rest+512<<10-1)/(512<<10)), ring+submits, "reads in all")
+
+	// A jump back opens the window again: a batch again.
+	_, err = s.Seek(0, io.SeekStart)
+	require.NoError(t, err)
+	p := make([]byte, 10)
+	_, err = s.ReadAt(p, 5<<20) // in the window: no read
+	require.NoError(t, err)
+	_, err = io.ReadFull(s, p)
+	require.NoError(t, err)
+	assert.Equal(t, want[:10], p)
+	_, batches = q.counts()
+	assert.Equal(t, []int{ring}, batches)
+}
+
+// TestSequentialBatchRefused: when the queue takes only the first two
+// reads of the opening batch, the caller gets the bytes they hold and
+// then the refusal; nothing is left in flight, the next call starts the
+// window again where the caller stopped, and Close leaves no goroutine
+// behind.
+func TestSequentialBatchRefused(t *testing.T) {
+	path, want := patterned(t, 3<<20)
+	r, err := Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	warm, _ := countedSequential(t, r, -1) // the process's rings exist now
+	_, err = io.Copy(io.Discard, warm)
+	require.NoError(t, err)
+	require.NoError(t, warm.Close())
+	before := runtime.NumGoroutine()
+
+	s, q := countedSequential(t, r, 2)
+	got := make([]byte, len(want))
+	n, err := io.ReadFull(s, got)
+	require.ErrorIs(t, err, errRefused)
+	assert.Equal(t, 64<<10+128<<10, n, "the bytes of the reads accepted")
+	assert.Equal(t, want[:n], got[:n])
+	for i, w := range s.slots {
+		assert.False(t, w.inflight, "window %d in flight", i)
+	}
+	_, batches := q.counts()
+	assert.Equal(t, []int{len(s.slots)}, batches)
+
+	q.mu.Lock()
+	q.refuse = -1
+	q.mu.Unlock()
+	k, err := io.ReadFull(s, got[n:])
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(want, got[:n+k]), "the rest, read on after the refusal")
+	require.NoError(t, s.Close())
+
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind")
+}
