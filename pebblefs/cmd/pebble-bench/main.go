@@ -6,7 +6,7 @@
 //	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
 //	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
 //	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-readahead SIZE]
-//	    [-buffers N] [-json] [-metrics] DIR
+//	    [-buffers N] [-memtable SIZE] [-json] [-metrics] DIR
 //
 // The workloads are YCSB's core ones: load (insert every record, keys
 // hashed over the key space), A (50% reads, 50% updates), B (95/5), C
@@ -56,7 +56,8 @@ type config struct {
 	threads, value     int
 	cache, memory      int64
 	pebblefsCache      int64
-	readAhead, buffers int // pebblefs.Options' (0: its defaults)
+	readAhead, buffers int   // pebblefs.Options' (0: its defaults)
+	memtable           int64 // Pebble's MemTableSize (0: its default, 4 MiB)
 	json               bool
 	metrics            bool
 	dir                string
@@ -101,6 +102,7 @@ func parseFlags(args []string) (config, error) {
 	pcache := fs.String("pebblefs-cache", "", "pebblefs's block cache (default: -cache), to give it the memory vfs.Default spends on the page cache")
 	memory := fs.String("memory", "1GiB", "memory cgroup limit per engine (0: no cgroup)")
 	readAhead := fs.String("readahead", "0", "pebblefs's read-ahead for compactions (0: its default, 2MiB)")
+	memtable := fs.String("memtable", "0", "Pebble's memtable size, both engines (0: Pebble's default, 4MiB; CockroachDB uses 64MiB)")
 	fs.IntVar(&c.buffers, "buffers", 0, "pebblefs's buffers per file written (0: fileio's default)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
 	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
@@ -138,6 +140,11 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	c.readAhead = int(ra)
+	mt, err := humanize.ParseBytes(*memtable)
+	if err != nil {
+		return c, err
+	}
+	c.memtable = int64(mt)
 	return c, nil
 }
 
@@ -261,7 +268,7 @@ func child(c config, engine string) error {
 	cache := pebble.NewCache(size)
 	defer cache.Unref()
 	var stalls stallClock
-	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener()})
+	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener(), MemTableSize: uint64(c.memtable)})
 	if err != nil {
 		return err
 	}

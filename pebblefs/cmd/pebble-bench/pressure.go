@@ -210,13 +210,19 @@ func runPressure(ctx context.Context, c pressureConfig, stdout, stderr io.Writer
 
 // runPhase warms the hot file in the cgroup, starts the engine's ingest
 // (none for alone), measures the co-tenant and stops the ingest.
-func runPhase(ctx context.Context, c pressureConfig, cg *cgroup, work, hot, engine string, stderr io.Writer) (phaseResult, error) {
-	r := phaseResult{Engine: engine}
+func runPhase(ctx context.Context, c pressureConfig, cg *cgroup, work, hot, engine string, stderr io.Writer) (r phaseResult, err error) {
+	r.Engine = engine
 	if engine == unlimitedLimit {
 		if err := cg.setLimit(-1); err != nil {
 			return r, err
 		}
-		defer cg.setLimit(c.memory)
+		// Restored once the ingest has ended (deferred calls run last
+		// first) and its store is gone: what it cached goes with it.
+		defer func() {
+			if lerr := cg.setLimit(c.memory); err == nil && lerr != nil {
+				err = fmt.Errorf("restoring the memory limit: %w", lerr)
+			}
+		}()
 	}
 	// Warm: read the whole file in the cgroup, so that what a phase
 	// before evicted is back, charged here.
