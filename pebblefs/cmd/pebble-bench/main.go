@@ -20,7 +20,12 @@
 // Each engine runs in a child process (this program again) that joins a
 // new memory cgroup below this process's own; the cgroup is removed when
 // the child ends, and a signal ends the child first. Needs root for the
-// cgroup; -memory 0 runs without one.
+// cgroup; -memory 0 runs without one. Each workload also reports the time
+// Pebble stalled writes and the CPU its process used; -metrics prints
+// Pebble's own metrics and what its flushes and compactions took.
+//
+// "pebble-bench pressure" measures a page-cache co-tenant (fio) in one
+// memory cgroup with Pebble ingesting, on each engine (see pressure.go).
 package main
 
 import (
