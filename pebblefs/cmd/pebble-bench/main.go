@@ -6,7 +6,7 @@
 //	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
 //	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
 //	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-readahead SIZE]
-//	    [-buffers N] [-memtable SIZE] [-json] [-metrics] DIR
+//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-json] [-metrics] DIR
 //
 // The workloads are YCSB's core ones: load (insert every record, keys
 // hashed over the key space), A (50% reads, 50% updates), B (95/5), C
@@ -38,6 +38,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -45,6 +46,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/pebblefs"
 	"github.com/dustin/go-humanize"
@@ -62,6 +64,7 @@ type config struct {
 	cache, memory      int64
 	pebblefsCache      int64
 	readAhead, buffers int   // pebblefs.Options' (0: its defaults)
+	pool               int64 // pebblefs's shared buffer budget (0: none)
 	memtable           int64 // Pebble's MemTableSize (0: its default, 4 MiB)
 	json               bool
 	metrics            bool
@@ -109,6 +112,7 @@ func parseFlags(args []string) (config, error) {
 	readAhead := fs.String("readahead", "0", "pebblefs's read-ahead for compactions (0: its default, 2MiB)")
 	memtable := fs.String("memtable", "0", "Pebble's memtable size, both engines (0: Pebble's default, 4MiB; CockroachDB uses 64MiB)")
 	fs.IntVar(&c.buffers, "buffers", 0, "pebblefs's buffers per file written (0: fileio's default)")
+	pool := fs.String("pool", "0", "a budget of aligned buffers every pebblefs file written shares and reuses (0: each file maps its own)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
 	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +149,11 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	c.readAhead = int(ra)
+	pl, err := humanize.ParseBytes(*pool)
+	if err != nil {
+		return c, err
+	}
+	c.pool = int64(pl)
 	mt, err := humanize.ParseBytes(*memtable)
 	if err != nil {
 		return c, err
@@ -265,7 +274,16 @@ func child(c config, engine string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	fsys := engineFS(engine, pebblefs.Options{ReadAhead: c.readAhead, Buffers: c.buffers})
+	po := pebblefs.Options{ReadAhead: c.readAhead, Buffers: c.buffers}
+	if c.pool > 0 {
+		p, err := aligned.NewPool(64<<10, 4096, int(c.pool))
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		po.Pool = p
+	}
+	fsys := engineFS(engine, po)
 	size := c.cache
 	if engine != "default" {
 		size = c.pebblefsCache
@@ -292,7 +310,9 @@ func child(c config, engine string) error {
 		if w == "load" {
 			ops = c.records
 		}
+		stopProfile := startProfile(w)
 		r, err := b.run(w, ops)
+		stopProfile()
 		if err != nil {
 			db.Close()
 			return err
@@ -347,4 +367,31 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// profileEnv names a directory where each workload's CPU profile is
+// written, ENGINE-WORKLOAD.pprof, for finding where an engine's CPU goes.
+const profileEnv = "PEBBLE_BENCH_CPUPROFILE"
+
+// startProfile starts workload w's CPU profile when profileEnv is set and
+// returns what stops it.
+func startProfile(w string) func() {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, os.Getenv(childEnv)+"-"+w+".pprof"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pebble-bench: profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintln(os.Stderr, "pebble-bench: profile:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
