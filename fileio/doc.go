@@ -17,8 +17,9 @@
 // the next flush rewrites, and fdatasyncs; Synced is the size it made
 // durable. Close writes the tail, truncates the file to Size, fdatasyncs
 // (the truncate included) and closes: the file then ends at its last
-// byte. Create fsyncs the directory. OpenAppend goes on writing a file
-// from a size made durable before.
+// byte. Create fsyncs the directory, unless Options.NoDirSync leaves that
+// to the caller. OpenAppend goes on writing a file from a size made
+// durable before.
 //
 // # Reading
 //

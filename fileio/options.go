@@ -54,6 +54,15 @@ type Options struct {
 	// still syncs.
 	NoSync bool
 
+	// NoDirSync makes Create skip its fsync of the new file's directory,
+	// for a caller that syncs the directory itself once the file matters,
+	// as Pebble does (after a flush or compaction has written its
+	// sstables, after creating a WAL, when it moves the MANIFEST's
+	// marker): the fsync is then one per batch of files, not one per
+	// file. Until the directory is synced a power cut may lose the file's
+	// name, whatever the file's own Sync made durable.
+	NoDirSync bool
+
 	// Context, for Create and OpenAppend, bounds their wait for the
 	// writer's first buffer when a Pool's budget is spent: they then fail
 	// with the context's error and leave no new file. nil:

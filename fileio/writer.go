@@ -30,8 +30,9 @@ type Writer struct {
 }
 
 // Create creates the file at path (failing if it exists) and returns a
-// Writer that appends to it. It fsyncs the directory, so that the file
-// outlives a power cut once a Sync has returned. Options it refuses give
+// Writer that appends to it. It fsyncs the directory (unless
+// Options.NoDirSync), so that the file outlives a power cut once a Sync
+// has returned. Options it refuses give
 // an error matching ErrInvalidOptions; a Create that fails leaves no
 // file.
 func Create(path string, o *Options) (*Writer, error) {
@@ -55,10 +56,12 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 		os.Remove(path)
 		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
-	if err := dirSync(filepath.Dir(path)); err != nil {
-		ap.Discard()
-		os.Remove(path)
-		return nil, err
+	if !opts.NoDirSync {
+		if err := dirSync(filepath.Dir(path)); err != nil {
+			ap.Discard()
+			os.Remove(path)
+			return nil, err
+		}
 	}
 	return newWriter(f, ap), nil
 }

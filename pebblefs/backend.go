@@ -39,9 +39,17 @@ func (fs *FS) fileOptions() *fileio.Options {
 	}
 }
 
-// newWriter creates name, which must not exist.
+// newWriter creates name, which must not exist. It leaves the
+// directory's fsync to Pebble, as vfs.Default's Create does: Pebble syncs
+// the directory itself before it depends on a file's name (a flush's or
+// compaction's sstables and blob files before the MANIFEST names them, a
+// WAL as it is created, the MANIFEST and its marker as the marker moves,
+// OPTIONS after its rename), once per batch of files rather than once per
+// file.
 func (fs *FS) newWriter(name string) (fileWriter, error) {
-	return fileio.Create(name, fs.fileOptions())
+	o := fs.fileOptions()
+	o.NoDirSync = true
+	return fileio.Create(name, o)
 }
 
 // newReader opens name to read its first size bytes (0: the whole file),

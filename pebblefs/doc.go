@@ -35,7 +35,10 @@
 // # The vfs.File contract, call by call
 //
 //   - Create removes an existing file and creates a new inode, never
-//     O_TRUNC: sstables are hard-linked into checkpoints.
+//     O_TRUNC: sstables are hard-linked into checkpoints. It does not
+//     fsync the directory (fileio's Options.NoDirSync), as vfs.Default's
+//     Create does not: Pebble syncs the directory itself, once per flush,
+//     compaction, WAL or MANIFEST marker, before it relies on the names.
 //   - ReuseForWrite removes the old WAL and creates the new one. Pebble's
 //     WAL recycling saves block allocation by overwriting an old log;
 //     a fresh file is equally correct (Pebble's WAL reader stops at the

@@ -23,6 +23,24 @@ type cgroup struct {
 // newCgroup makes a memory cgroup below this process's own, limited to
 // limit bytes.
 func newCgroup(name string, limit int64) (*cgroup, error) {
+	parent, err := memoryParent()
+	if err != nil {
+		return nil, err
+	}
+	c := &cgroup{dir: filepath.Join(parent.dir, name), v2: parent.v2}
+	if err := os.Mkdir(c.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.setLimit(limit); err != nil {
+		c.remove()
+		return nil, err
+	}
+	return c, nil
+}
+
+// memoryParent returns this process's own memory cgroup, where newCgroup
+// makes its cgroups.
+func memoryParent() (*cgroup, error) {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
@@ -36,26 +54,15 @@ func newCgroup(name string, limit int64) (*cgroup, error) {
 		}
 		switch {
 		case strings.Contains(","+f[1]+",", ",memory,"):
-			c = &cgroup{dir: filepath.Join("/sys/fs/cgroup/memory", f[2], name)}
+			c = &cgroup{dir: filepath.Join("/sys/fs/cgroup/memory", f[2])}
 		case f[0] == "0" && c == nil:
 			if ctl, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers"); err == nil && bytes.Contains(ctl, []byte("memory")) {
-				c = &cgroup{dir: filepath.Join("/sys/fs/cgroup", f[2], name), v2: true}
+				c = &cgroup{dir: filepath.Join("/sys/fs/cgroup", f[2]), v2: true}
 			}
 		}
 	}
 	if c == nil {
 		return nil, fmt.Errorf("no memory cgroup controller")
-	}
-	if err := os.Mkdir(c.dir, 0o755); err != nil {
-		return nil, err
-	}
-	file := "memory.limit_in_bytes"
-	if c.v2 {
-		file = "memory.max"
-	}
-	if err := c.write(file, strconv.FormatInt(limit, 10)); err != nil {
-		c.remove()
-		return nil, err
 	}
 	return c, nil
 }
@@ -114,4 +121,36 @@ func (c *cgroup) remove() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return err
+}
+
+// setLimit changes the cgroup's memory limit; -1 lifts it.
+func (c *cgroup) setLimit(limit int64) error {
+	if !c.v2 {
+		return c.write("memory.limit_in_bytes", strconv.FormatInt(limit, 10))
+	}
+	if limit < 0 {
+		return c.write("memory.max", "max")
+	}
+	return c.write("memory.max", strconv.FormatInt(limit, 10))
+}
+
+// procsFile is the file a process writes its pid to, to join c.
+func (c *cgroup) procsFile() string { return filepath.Join(c.dir, "cgroup.procs") }
+
+// env is c as a child finds it in cgroupEnv.
+func (c *cgroup) env() string {
+	if c.v2 {
+		return "v2:" + c.dir
+	}
+	return "v1:" + c.dir
+}
+
+// cgroupFromEnv returns the cgroup cgroupEnv names, or nil.
+func cgroupFromEnv() *cgroup {
+	v := os.Getenv(cgroupEnv)
+	if v == "" {
+		return nil
+	}
+	ver, dir, _ := strings.Cut(v, ":")
+	return &cgroup{dir: dir, v2: ver == "v2"}
 }

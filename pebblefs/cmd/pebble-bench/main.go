@@ -5,7 +5,8 @@
 //
 //	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
 //	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
-//	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-json] DIR
+//	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-readahead SIZE]
+//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-json] [-metrics] DIR
 //
 // The workloads are YCSB's core ones: load (insert every record, keys
 // hashed over the key space), A (50% reads, 50% updates), B (95/5), C
@@ -19,7 +20,12 @@
 // Each engine runs in a child process (this program again) that joins a
 // new memory cgroup below this process's own; the cgroup is removed when
 // the child ends, and a signal ends the child first. Needs root for the
-// cgroup; -memory 0 runs without one.
+// cgroup; -memory 0 runs without one. Each workload also reports the time
+// Pebble stalled writes and the CPU its process used; -metrics prints
+// Pebble's own metrics and what its flushes and compactions took.
+//
+// "pebble-bench pressure" measures a page-cache co-tenant (fio) in one
+// memory cgroup with Pebble ingesting, on each engine (see pressure.go).
 package main
 
 import (
@@ -32,12 +38,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/pebblefs"
 	"github.com/dustin/go-humanize"
@@ -54,11 +63,22 @@ type config struct {
 	threads, value     int
 	cache, memory      int64
 	pebblefsCache      int64
+	readAhead, buffers int   // pebblefs.Options' (0: its defaults)
+	pool               int64 // pebblefs's shared buffer budget (0: none)
+	memtable           int64 // Pebble's MemTableSize (0: its default, 4 MiB)
 	json               bool
+	metrics            bool
 	dir                string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "pressure" {
+		if err := pressureMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pebble-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pebble-bench:", err)
@@ -89,7 +109,12 @@ func parseFlags(args []string) (config, error) {
 	cache := fs.String("cache", "256MiB", "Pebble's block cache")
 	pcache := fs.String("pebblefs-cache", "", "pebblefs's block cache (default: -cache), to give it the memory vfs.Default spends on the page cache")
 	memory := fs.String("memory", "1GiB", "memory cgroup limit per engine (0: no cgroup)")
+	readAhead := fs.String("readahead", "0", "pebblefs's read-ahead for compactions (0: its default, 2MiB)")
+	memtable := fs.String("memtable", "0", "Pebble's memtable size, both engines (0: Pebble's default, 4MiB; CockroachDB uses 64MiB)")
+	fs.IntVar(&c.buffers, "buffers", 0, "pebblefs's buffers per file written (0: fileio's default)")
+	pool := fs.String("pool", "0", "a budget of aligned buffers every pebblefs file written shares and reuses (0: each file maps its own)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
+	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -119,6 +144,21 @@ func parseFlags(args []string) (config, error) {
 		}
 		*v.dst = int64(n)
 	}
+	ra, err := humanize.ParseBytes(*readAhead)
+	if err != nil {
+		return c, err
+	}
+	c.readAhead = int(ra)
+	pl, err := humanize.ParseBytes(*pool)
+	if err != nil {
+		return c, err
+	}
+	c.pool = int64(pl)
+	mt, err := humanize.ParseBytes(*memtable)
+	if err != nil {
+		return c, err
+	}
+	c.memtable = int64(mt)
 	return c, nil
 }
 
@@ -185,8 +225,8 @@ func runChild(c config, engine string) ([]result, error) {
 		}
 		rs = append(rs, r)
 		if !c.json {
-			fmt.Fprintf(os.Stderr, "%-8s %-4s %10.0f ops/s  p50 %7.1f µs  p99 %8.1f µs  peak %s  page cache %s\n",
-				r.FS, r.Workload, r.OpsPerSec, r.P50us, r.P99us, humanize.IBytes(uint64(r.PeakBytes)), humanize.IBytes(uint64(r.PageCacheBytes)))
+			fmt.Fprintf(os.Stderr, "%-8s %-4s %10.0f ops/s  p50 %7.1f µs  p99 %8.1f µs  peak %s  page cache %s  stalled %.1f s  cpu %.1f s\n",
+				r.FS, r.Workload, r.OpsPerSec, r.P50us, r.P99us, humanize.IBytes(uint64(r.PeakBytes)), humanize.IBytes(uint64(r.PageCacheBytes)), r.StallSeconds, r.CPUSeconds)
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -225,31 +265,33 @@ func printTable(c config, all []result) {
 // JSON result per workload.
 func child(c config, engine string) error {
 	var cg *cgroup
-	if v := os.Getenv(cgroupEnv); v != "" {
-		ver, dir, _ := strings.Cut(v, ":")
-		cg = &cgroup{dir: dir, v2: ver == "v2"}
+	if cg = cgroupFromEnv(); cg != nil {
 		if err := cg.join(os.Getpid()); err != nil {
-			return fmt.Errorf("joining %s: %w", dir, err)
+			return fmt.Errorf("joining %s: %w", cg.dir, err)
 		}
 	}
 	dir := filepath.Join(c.dir, engine)
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	var fsys vfs.FS = vfs.Default
-	switch engine {
-	case "pebblefs":
-		fsys = pebblefs.New(nil)
-	case "pebblefs-stdfs":
-		fsys = pebblefs.New(&pebblefs.Options{IO: fallback.StdFS})
+	po := pebblefs.Options{ReadAhead: c.readAhead, Buffers: c.buffers}
+	if c.pool > 0 {
+		p, err := aligned.NewPool(64<<10, 4096, int(c.pool))
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		po.Pool = p
 	}
+	fsys := engineFS(engine, po)
 	size := c.cache
 	if engine != "default" {
 		size = c.pebblefsCache
 	}
 	cache := pebble.NewCache(size)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}})
+	var stalls stallClock
+	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener(), MemTableSize: uint64(c.memtable)})
 	if err != nil {
 		return err
 	}
@@ -262,11 +304,15 @@ func child(c config, engine string) error {
 		if cg != nil {
 			cg.resetPeak()
 		}
+		stalls.reset()
+		cpu0 := cpuTime()
 		ops := c.ops
 		if w == "load" {
 			ops = c.records
 		}
+		stopProfile := startProfile(w)
 		r, err := b.run(w, ops)
+		stopProfile()
 		if err != nil {
 			db.Close()
 			return err
@@ -276,14 +322,31 @@ func child(c config, engine string) error {
 			b.zipf = newZipf(b.records)
 		}
 		r.FS = engine
+		r.StallSeconds = stalls.total().Seconds()
+		r.CPUSeconds = (cpuTime() - cpu0).Seconds()
 		if cg != nil {
 			r.PeakBytes, r.PageCacheBytes = cg.peak(), cg.pageCache()
+		}
+		if c.metrics {
+			fmt.Fprintf(os.Stderr, "%s %s: %v\n%s\n", engine, w, &stalls, db.Metrics())
 		}
 		if err := enc.Encode(r); err != nil {
 			return err
 		}
 	}
 	return db.Close()
+}
+
+// engineFS returns the vfs.FS an engine names, pebblefs's with o.
+func engineFS(engine string, o pebblefs.Options) vfs.FS {
+	switch engine {
+	case "pebblefs":
+		return pebblefs.New(&o)
+	case "pebblefs-stdfs":
+		o.IO = fallback.StdFS
+		return pebblefs.New(&o)
+	}
+	return vfs.Default
 }
 
 // quiet drops Pebble's log lines: the results go to stdout.
@@ -294,4 +357,41 @@ func (quiet) Errorf(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args
 func (quiet) Fatalf(f string, args ...any) {
 	fmt.Fprintf(os.Stderr, f+"\n", args...)
 	os.Exit(1)
+}
+
+// cpuTime returns the CPU time this process has used, user and system,
+// its io_uring workers' included (they are its threads).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// profileEnv names a directory where each workload's CPU profile is
+// written, ENGINE-WORKLOAD.pprof, for finding where an engine's CPU goes.
+const profileEnv = "PEBBLE_BENCH_CPUPROFILE"
+
+// startProfile starts workload w's CPU profile when profileEnv is set and
+// returns what stops it.
+func startProfile(w string) func() {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, os.Getenv(childEnv)+"-"+w+".pprof"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pebble-bench: profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintln(os.Stderr, "pebble-bench: profile:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

@@ -14,7 +14,17 @@ func TestParseFlags(t *testing.T) {
 	if c.dir != "/d" || c.cache != 64<<20 || c.pebblefsCache != 64<<20 || !slices.Equal(c.workloads, []string{"load", "c"}) {
 		t.Fatalf("parsed %+v", c)
 	}
+	c, err = parseFlags([]string{"-readahead", "8MiB", "-buffers", "32", "-pool", "16MiB", "-memtable", "64MiB", "-metrics", "/d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.readAhead != 8<<20 || c.buffers != 32 || c.pool != 16<<20 || c.memtable != 64<<20 || !c.metrics {
+		t.Fatalf("parsed %+v", c)
+	}
 	for _, bad := range [][]string{
+		{"-readahead", "far", "/d"},
+		{"-pool", "x", "/d"},
+		{"-memtable", "big", "/d"},
 		{},                        // no DIR
 		{"-fs", "ext4", "/d"},     // unknown engine
 		{"-workloads", "f", "/d"}, // unknown workload

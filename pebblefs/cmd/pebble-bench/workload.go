@@ -22,6 +22,8 @@ type result struct {
 	P99us          float64 `json:"p99_us"`
 	PeakBytes      int64   `json:"memory_peak_bytes"`
 	PageCacheBytes int64   `json:"page_cache_bytes"`
+	StallSeconds   float64 `json:"write_stall_s"` // Pebble's write stalls, summed
+	CPUSeconds     float64 `json:"cpu_s"`         // the engine's process, user and system
 }
 
 // mix is a YCSB core workload: the share of each operation, in percent.
