@@ -3,6 +3,7 @@ package fileio
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -13,6 +14,9 @@ import (
 // flight: 1 MiB at a time, as a sequential O_DIRECT reader at QD4-8 of
 // 128-256 KiB reaches a disk's streaming rate.
 const manyDepth = 8
+
+// manyRequests holds readMany's staged requests between calls.
+var manyRequests = sync.Pool{New: func() any { return new([manyDepth]direct.Request) }}
 
 // readMany reads want at off, longer than a large buffer, through the
 // queue in pieces of a large buffer each, up to manyDepth in flight,
@@ -36,7 +40,10 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 	var stop error // a piece that could not be submitted: the pieces before it are read
 	// stage readies the next piece in the ring and its request, which
 	// the caller submits.
-	var reqs [manyDepth]direct.Request
+	// The requests go to the queue through an interface, so their array
+	// would escape: pooled, a ReadAt allocates nothing (TestReadAtAllocs).
+	reqs := manyRequests.Get().(*[manyDepth]direct.Request)
+	defer manyRequests.Put(reqs)
 	stage := func(k int) bool {
 		b, gerr := r.large.GetAny()
 		if gerr != nil {
