@@ -5,50 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
-
-// countQueue wraps a Scanner's queue as a direct.Batcher: it counts the
-// requests that go in one at a time and records the length of every
-// batch; with refuse >= 0 it accepts only the first refuse requests of a
-// batch and refuses the rest with errRefused.
-type countQueue struct {
-	direct.Queue
-	mu      sync.Mutex
-	submits int
-	batches []int
-	refuse  int
-}
-
-func (q *countQueue) Submit(r direct.Request) error {
-	q.mu.Lock()
-	q.submits++
-	q.mu.Unlock()
-	return q.Queue.Submit(r)
-}
-
-func (q *countQueue) SubmitBatch(rs []direct.Request) (int, error) {
-	q.mu.Lock()
-	q.batches = append(q.batches, len(rs))
-	refuse := q.refuse
-	q.mu.Unlock()
-	if refuse < 0 || refuse >= len(rs) {
-		return direct.SubmitBatch(q.Queue, rs)
-	}
-	n, err := direct.SubmitBatch(q.Queue, rs[:refuse])
-	if err == nil {
-		err = errRefused
-	}
-	return n, err
-}
 
 // scanFile writes blobs of 1,000 bytes filling about windows Scanner
 // reads of 64 KiB (one blob for none) and returns the path and the blobs.
@@ -72,12 +37,14 @@ func scanFile(t *testing.T, windows int) (string, [][]byte) {
 }
 
 // countedScanner returns a Scanner over r whose queue is wrapped in a
-// countQueue, and the wrapper.
-func countedScanner(t *testing.T, r *Reader, refuse int) (*Scanner, *countQueue) {
+// filetest.CountQueue refusing a batch after refuse requests (none for
+// refuse < 0), and the wrapper.
+func countedScanner(t *testing.T, r *Reader, refuse int) (*Scanner, *filetest.CountQueue) {
 	t.Helper()
 	s := NewScanner(r)
 	require.NoError(t, s.alloc())
-	q := &countQueue{Queue: s.q, refuse: refuse}
+	q := filetest.NewCountQueue(s.q)
+	q.Refuse(refuse)
 	s.q = q
 	return s, q
 }
@@ -99,9 +66,10 @@ func TestScannerBatch(t *testing.T) {
 	}
 	require.NoError(t, s.Err())
 	assert.Equal(t, len(blobs), i)
-	assert.Equal(t, []int{2}, q.batches, "the first two windows, one batch")
+	submits, batches := q.Counts()
+	assert.Equal(t, []int{2}, batches, "the first two windows, one batch")
 	windows := int((r.Size() + 64<<10 - 1) / (64 << 10))
-	assert.Equal(t, windows-2, q.submits, "every later window read ahead alone")
+	assert.Equal(t, windows-2, submits, "every later window read ahead alone")
 
 	// A file of one window has nothing to read ahead: one read.
 	path, blobs = scanFile(t, 0)
@@ -113,8 +81,9 @@ func TestScannerBatch(t *testing.T) {
 	assert.Equal(t, blobs[0], s.Bytes())
 	require.False(t, s.Scan())
 	require.NoError(t, s.Err())
-	assert.Empty(t, q.batches, "no batch for one window")
-	assert.Equal(t, 1, q.submits)
+	submits, batches = q.Counts()
+	assert.Empty(t, batches, "no batch for one window")
+	assert.Equal(t, 1, submits)
 }
 
 // TestScannerBatchRefused: when the queue takes the first window's read
@@ -139,8 +108,9 @@ func TestScannerBatchRefused(t *testing.T) {
 	for _, refuse := range []int{1, 0} {
 		s, q := countedScanner(t, r, refuse)
 		require.False(t, s.Scan())
-		require.ErrorIs(t, s.Err(), errRefused, "refuse %d", refuse)
-		assert.Equal(t, []int{2}, q.batches)
+		require.ErrorIs(t, s.Err(), filetest.ErrRefused, "refuse %d", refuse)
+		_, batches := q.Counts()
+		assert.Equal(t, []int{2}, batches)
 		assert.Equal(t, [2]bool{}, s.reading, "a read left in flight")
 		assert.Equal(t, [2]bool{true, true}, [2]bool{s.bufs[0] == nil, s.bufs[1] == nil}, "buffers not freed")
 		require.NoError(t, s.Close())
@@ -174,6 +144,7 @@ func TestScannerShortFirstWindow(t *testing.T) {
 	}
 	require.ErrorIs(t, s.Err(), io.ErrUnexpectedEOF)
 	assert.Equal(t, int(cut/1004), i, "the blobs wholly before the cut")
-	assert.Equal(t, []int{2}, q.batches)
+	_, batches := q.Counts()
+	assert.Equal(t, []int{2}, batches)
 	assert.Equal(t, [2]bool{}, s.reading, "a read left in flight")
 }

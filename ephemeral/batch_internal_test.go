@@ -2,67 +2,21 @@ package ephemeral
 
 import (
 	"bytes"
-	"errors"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
-// countQueue wraps the readers' queue as a direct.Batcher: it counts the
-// requests that go in one at a time and records the length of every
-// batch; with refuse >= 0 it accepts only the first refuse requests of a
-// batch and refuses the rest with errRefused.
-type countQueue struct {
-	direct.Queue
-	mu      sync.Mutex
-	submits int
-	batches []int
-	refuse  int
-}
-
-var errRefused = errors.New("batch refused")
-
-func (q *countQueue) Submit(r direct.Request) error {
-	q.mu.Lock()
-	q.submits++
-	q.mu.Unlock()
-	return q.Queue.Submit(r)
-}
-
-func (q *countQueue) SubmitBatch(rs []direct.Request) (int, error) {
-	q.mu.Lock()
-	q.batches = append(q.batches, len(rs))
-	refuse := q.refuse
-	q.mu.Unlock()
-	if refuse < 0 || refuse >= len(rs) {
-		return direct.SubmitBatch(q.Queue, rs)
-	}
-	n, err := direct.SubmitBatch(q.Queue, rs[:refuse])
-	if err == nil {
-		err = errRefused
-	}
-	return n, err
-}
-
-func (q *countQueue) set(refuse int) (submits int, batches []int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	submits, batches = q.submits, q.batches
-	q.submits, q.batches, q.refuse = 0, nil, refuse
-	return submits, batches
-}
-
 // scanned returns a direct file holding n patterned bytes, all on disk,
-// whose readers' queue is wrapped in a countQueue.
-func scanned(t *testing.T, n int) (*File, []byte, *countQueue) {
+// whose readers' queue is wrapped in a filetest.CountQueue.
+func scanned(t *testing.T, n int) (*File, []byte, *filetest.CountQueue) {
 	t.Helper()
 	if testenv.RejectsDirect() {
 		t.Skip("the window's reads counted here run on the direct queue")
@@ -78,7 +32,7 @@ func scanned(t *testing.T, n int) (*File, []byte, *countQueue) {
 	require.NoError(t, f.Flush())
 	q, err := f.readQueue()
 	require.NoError(t, err)
-	cq := &countQueue{Queue: q, refuse: -1}
+	cq := filetest.NewCountQueue(q)
 	f.rd.q = cq
 	return f, want, cq
 }
@@ -103,7 +57,7 @@ func TestWindowBatch(t *testing.T) {
 	got := make([]byte, len(want))
 	require.NoError(t, scan(f, got, 0))
 	require.True(t, bytes.Equal(want, got), "the file's bytes")
-	submits, batches := q.set(-1)
+	submits, batches := q.Counts()
 	assert.Equal(t, []int{2}, batches, "the window's read and the read-ahead, one batch")
 	// 8 KiB (a random read), 64, 128 and 256 KiB reads, then the read-
 	// ahead of every 512 KiB after the batch's two, up to the bytes the
@@ -122,10 +76,11 @@ func TestWindowBatchRefused(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	f, want, q := scanned(t, 3<<20)
 	got := make([]byte, len(want))
-	q.set(1)
+	q.Refuse(1)
 	require.NoError(t, scan(f, got, 0))
 	require.True(t, bytes.Equal(want, got), "the file's bytes, read ahead or not")
-	_, batches := q.set(0)
+	_, batches := q.Counts()
+	q.Refuse(0)
 	assert.NotEmpty(t, batches)
 	assert.False(t, f.rd.st.ahead, "a read-ahead the queue refused counted in flight")
 
@@ -134,12 +89,12 @@ func TestWindowBatchRefused(t *testing.T) {
 	f.rd.st.used = time.Time{}
 	clear(got)
 	err := scan(f, got, 0)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, filetest.ErrRefused)
 	assert.False(t, f.rd.st.ahead)
 	assert.False(t, f.rd.st.busy)
 	assert.Zero(t, len(f.rd.tokens), "read buffers held")
 
-	q.set(-1)
+	q.Refuse(-1)
 	clear(got)
 	require.NoError(t, scan(f, got, 0))
 	require.True(t, bytes.Equal(want, got), "the file's bytes after the refusal")

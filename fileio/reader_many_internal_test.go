@@ -6,12 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/internal/filetest"
 )
 
-// countedReader opens path with its queue wrapped in a countQueue; it
+// countedReader opens path with its queue wrapped in a filetest.CountQueue; it
 // skips where reads do not go through an io_uring queue (readMany's only
 // path).
-func countedReader(t *testing.T, path string) (*Reader, *countQueue) {
+func countedReader(t *testing.T, path string) (*Reader, *filetest.CountQueue) {
 	t.Helper()
 	r, err := Open(path, nil)
 	require.NoError(t, err)
@@ -19,7 +21,7 @@ func countedReader(t *testing.T, path string) (*Reader, *countQueue) {
 	if !r.uring {
 		t.Skipf("long reads split on io_uring only; here %v", r.f.Mode())
 	}
-	q := &countQueue{Queue: r.queue(), refuse: -1}
+	q := filetest.NewCountQueue(r.queue())
 	require.NotNil(t, q.Queue)
 	r.q.Store(&queueRef{q})
 	return r, q
@@ -37,7 +39,7 @@ func TestReadManyBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n, k)
 	require.True(t, bytes.Equal(want[off:off+int64(n)], got), "the file's bytes")
-	submits, batches := q.counts()
+	submits, batches := q.Counts()
 	span := int(r.large.Size()) / int(r.align) * int(r.align)
 	lo := int(off) / int(r.align) * int(r.align)
 	hi := (int(off) + n + int(r.align) - 1) / int(r.align) * int(r.align)
@@ -55,17 +57,17 @@ func TestReadManyBatch(t *testing.T) {
 func TestReadManyBatchRefused(t *testing.T) {
 	path, want := patterned(t, 4<<20)
 	r, q := countedReader(t, path)
-	q.refuse = 3
+	q.Refuse(3)
 	got := make([]byte, 2<<20)
 	k, err := r.ReadAt(got, 0)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, filetest.ErrRefused)
 	span := int(r.large.Size()) / int(r.align) * int(r.align)
 	assert.Equal(t, 3*span, k, "the bytes of the pieces accepted")
 	assert.Equal(t, want[:k], got[:k])
 	assert.Equal(t, r.large.Made(), r.large.Idle(), "large buffers given back")
 	assert.Zero(t, r.state.Load(), "calls in progress")
 
-	q.refuse = -1
+	q.Refuse(-1)
 	k, err = r.ReadAt(got, 0)
 	require.NoError(t, err)
 	assert.Equal(t, len(got), k)

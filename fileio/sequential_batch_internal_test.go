@@ -2,65 +2,18 @@ package fileio
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
-
-// countQueue wraps a queue as a direct.Batcher: it counts the requests
-// that go in one at a time and records the length of every batch; with
-// refuse >= 0 it accepts only the first refuse requests of a batch and
-// refuses the rest with errRefused.
-type countQueue struct {
-	direct.Queue
-	mu      sync.Mutex
-	submits int
-	batches []int
-	refuse  int
-}
-
-var errRefused = errors.New("batch refused")
-
-func (q *countQueue) Submit(r direct.Request) error {
-	q.mu.Lock()
-	q.submits++
-	q.mu.Unlock()
-	return q.Queue.Submit(r)
-}
-
-func (q *countQueue) SubmitBatch(rs []direct.Request) (int, error) {
-	q.mu.Lock()
-	q.batches = append(q.batches, len(rs))
-	refuse := q.refuse
-	q.mu.Unlock()
-	if refuse < 0 || refuse >= len(rs) {
-		return direct.SubmitBatch(q.Queue, rs)
-	}
-	n, err := direct.SubmitBatch(q.Queue, rs[:refuse])
-	if err == nil {
-		err = errRefused
-	}
-	return n, err
-}
-
-// counts returns what q saw and forgets it.
-func (q *countQueue) counts() (submits int, batches []int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	submits, batches = q.submits, q.batches
-	q.submits, q.batches = 0, nil
-	return submits, batches
-}
 
 // patterned writes n bytes of a pattern no two 4 KiB blocks share to a
 // new file and returns its path and bytes.
@@ -80,15 +33,17 @@ func patterned(t *testing.T, n int) (string, []byte) {
 }
 
 // countedSequential returns a Sequential over r at 0, its ring set up and
-// its queue wrapped in a countQueue, and the wrapper.
-func countedSequential(t *testing.T, r *Reader, refuse int) (*Sequential, *countQueue) {
+// its queue wrapped in a filetest.CountQueue refusing a batch after
+// refuse requests (none for refuse < 0), and the wrapper.
+func countedSequential(t *testing.T, r *Reader, refuse int) (*Sequential, *filetest.CountQueue) {
 	t.Helper()
 	s, err := r.NewSequential(0)
 	require.NoError(t, err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	require.NoError(t, s.start())
-	q := &countQueue{Queue: s.q, refuse: refuse}
+	q := filetest.NewCountQueue(s.q)
+	q.Refuse(refuse)
 	s.q = q
 	return s, q
 }
@@ -108,7 +63,7 @@ func TestSequentialBatch(t *testing.T) {
 	_, err = io.Copy(&got, s)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, got.Bytes()), "the file's bytes")
-	submits, batches := q.counts()
+	submits, batches := q.Counts()
 	require.Equal(t, []int{ring}, batches, "the opening windows, one batch")
 	// 64+128+256 KiB, then 512 KiB windows up to the block past Size.
 	opened := 64<<10 + 128<<10 + 256<<10
@@ -124,7 +79,7 @@ func TestSequentialBatch(t *testing.T) {
 	_, err = io.ReadFull(s, p)
 	require.NoError(t, err)
 	assert.Equal(t, want[:10], p)
-	_, batches = q.counts()
+	_, batches = q.Counts()
 	assert.Equal(t, []int{ring}, batches)
 }
 
@@ -147,18 +102,16 @@ func TestSequentialBatchRefused(t *testing.T) {
 	s, q := countedSequential(t, r, 2)
 	got := make([]byte, len(want))
 	n, err := io.ReadFull(s, got)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, filetest.ErrRefused)
 	assert.Equal(t, 64<<10+128<<10, n, "the bytes of the reads accepted")
 	assert.Equal(t, want[:n], got[:n])
 	for i, w := range s.slots {
 		assert.False(t, w.inflight, "window %d in flight", i)
 	}
-	_, batches := q.counts()
+	_, batches := q.Counts()
 	assert.Equal(t, []int{len(s.slots)}, batches)
 
-	q.mu.Lock()
-	q.refuse = -1
-	q.mu.Unlock()
+	q.Refuse(-1)
 	k, err := io.ReadFull(s, got[n:])
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(want, got[:n+k]), "the rest, read on after the refusal")

@@ -2,7 +2,6 @@ package appender
 
 import (
 	"bytes"
-	"errors"
 	"syscall"
 	"testing"
 
@@ -10,42 +9,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/filetest"
 )
 
-// batchFake is the fake File whose queue is a direct.Batcher: it records
-// the length of every batch and, with refuse >= 0, accepts only the first
-// refuse requests of one and refuses the rest with errRefused.
+// batchFake is the fake File whose queue is a direct.Batcher: a
+// filetest.CountQueue over the fake's queue.
 type batchFake struct {
 	*fakeFile
-	bq *batchQueue
+	bq *filetest.CountQueue
 }
-
-type batchQueue struct {
-	*fakeQueue
-	batches []int
-	refuse  int
-}
-
-var errRefused = errors.New("batch refused")
 
 func (f *batchFake) NewQueue(o *direct.QueueOptions) (direct.Queue, error) {
 	if _, err := f.fakeFile.NewQueue(o); err != nil {
 		return nil, err
 	}
-	f.bq = &batchQueue{fakeQueue: f.q, refuse: -1}
+	f.bq = filetest.NewCountQueue(f.q) // the fake is no Batcher: a Submit each
 	return f.bq, nil
-}
-
-func (q *batchQueue) SubmitBatch(rs []direct.Request) (int, error) {
-	q.batches = append(q.batches, len(rs))
-	if q.refuse < 0 || q.refuse >= len(rs) {
-		return direct.SubmitBatch(q.fakeQueue, rs) // the fake is no Batcher: a Submit each
-	}
-	n, err := direct.SubmitBatch(q.fakeQueue, rs[:q.refuse])
-	if err == nil {
-		err = errRefused
-	}
-	return n, err
 }
 
 // lostAfterFailedSync returns an Appender on a batchFake whose Sync
@@ -87,9 +66,11 @@ func lostAfterFailedSync(t *testing.T) (*Appender, *batchFake, []byte, int) {
 // holding the stream.
 func TestFakeRewriteBatch(t *testing.T) {
 	a, f, want, n := lostAfterFailedSync(t)
-	assert.Empty(t, f.bq.batches)
+	_, batches := f.bq.Counts()
+	assert.Empty(t, batches)
 	require.NoError(t, a.Sync())
-	assert.Equal(t, []int{n}, f.bq.batches, "the lost buffers, one batch")
+	_, batches = f.bq.Counts()
+	assert.Equal(t, []int{n}, batches, "the lost buffers, one batch")
 	require.NoError(t, a.Close())
 	assert.True(t, bytes.Equal(want, f.data))
 }
@@ -102,14 +83,15 @@ func TestFakeRewriteBatch(t *testing.T) {
 // buffers back.
 func TestFakeRewriteBatchRefused(t *testing.T) {
 	a, f, _, n := lostAfterFailedSync(t)
-	f.bq.refuse = 1
+	f.bq.Refuse(1)
 	before := len(f.q.writes())
-	require.ErrorIs(t, a.Sync(), errRefused)
-	assert.Equal(t, []int{n}, f.bq.batches)
+	require.ErrorIs(t, a.Sync(), filetest.ErrRefused)
+	_, batches := f.bq.Counts()
+	assert.Equal(t, []int{n}, batches)
 	assert.Len(t, f.q.writes()[before:], 1, "the write accepted")
 	assert.Zero(t, a.inflight, "writes in flight")
-	require.ErrorIs(t, a.Err(), errRefused, "sticky")
-	require.ErrorIs(t, a.Close(), errRefused)
+	require.ErrorIs(t, a.Err(), filetest.ErrRefused, "sticky")
+	require.ErrorIs(t, a.Close(), filetest.ErrRefused)
 	assert.True(t, f.q.closed, "queue closed")
 	assert.Empty(t, f.q.held, "requests in flight")
 	assert.Nil(t, a.slots, "buffers given back")

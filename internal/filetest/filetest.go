@@ -2,7 +2,9 @@
 // contract, run against direct files and std-fs files alike so that both
 // paths are held to the same behaviour (Run), and the fault tests of the
 // writers built on that contract, one table and one set of assertions for
-// blobio's and ephemeral's (FaultTest).
+// blobio's and ephemeral's (FaultTest), and a queue that counts how a
+// caller hands its requests over, in batches or one at a time
+// (CountQueue).
 //
 // It is not one of dio's layers: only test files import it, as
 // layers_test.go at the module's root checks.
