@@ -16,13 +16,14 @@ type Batcher interface {
 // Submit it waits (and reaps) while q has Depth requests in flight, so a
 // batch longer than Depth goes in as room comes back. On a Queue that is
 // no Batcher (the pwrite engine, whose workers call the kernel one
-// request at a time anyway) it calls Submit for each request.
+// request at a time anyway) it calls Submit for each request, and a
+// batch of one is a Submit on any Queue: it costs an engine less.
 //
 // A caller with many requests at once (ReadBlobs, a writer's merged
 // buffers) saves a system call per request: on the io_uring engine a
 // batch of 64 reads costs one io_uring_enter, not 64.
 func SubmitBatch(q Queue, rs []Request) (int, error) {
-	if b, ok := q.(Batcher); ok {
+	if b, ok := q.(Batcher); ok && len(rs) > 1 {
 		return b.SubmitBatch(rs)
 	}
 	for i, r := range rs {

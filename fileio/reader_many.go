@@ -64,7 +64,7 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		if k == 0 {
 			return
 		}
-		m, serr := submitAll(q, reqs[:k])
+		m, serr := direct.SubmitBatch(q, reqs[:k])
 		clear(reqs[:k])
 		for j := m; j < k; j++ {
 			r.large.Put(ring[(head+inflight+j)%manyDepth].b)
@@ -118,18 +118,4 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		err = stop
 	}
 	return n, err
-}
-
-// submitAll submits rs in order and returns how many the queue accepted,
-// as direct.SubmitBatch does: several together, one io_uring_enter for
-// them on the io_uring engine, and one alone through Submit, which costs
-// the engine less than a batch of one.
-func submitAll(q direct.Queue, rs []direct.Request) (int, error) {
-	if len(rs) == 1 {
-		if err := q.Submit(rs[0]); err != nil {
-			return 0, err
-		}
-		return 1, nil
-	}
-	return direct.SubmitBatch(q, rs)
 }

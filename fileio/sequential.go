@@ -354,7 +354,7 @@ func (s *Sequential) fill() {
 	if len(s.batch) == 0 {
 		return
 	}
-	k, err := submitAll(s.q, s.batch)
+	k, err := direct.SubmitBatch(s.q, s.batch)
 	clear(s.batch) // drop the buffers' references
 	if err == nil {
 		return
