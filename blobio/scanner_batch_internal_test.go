@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,11 +116,7 @@ func TestScannerBatchRefused(t *testing.T) {
 	}
 	scanAll() // the same Reader scans on
 	require.NoError(t, r.Close())
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind")
+	testenv.WaitGoroutines(t, before)
 }
 
 // TestScannerShortFirstWindow: when the file is cut below the Reader's

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,9 +116,5 @@ func TestSequentialBatchRefused(t *testing.T) {
 	assert.True(t, bytes.Equal(want, got[:n+k]), "the rest, read on after the refusal")
 	require.NoError(t, s.Close())
 
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind")
+	testenv.WaitGoroutines(t, before)
 }
