@@ -83,25 +83,24 @@ func TestTransientFaults(t *testing.T) {
 }
 
 // failAhead fails, with EIO, the first read of a whole read buffer at each
-// of times offsets, after skip such reads: a read-ahead fails, and the
-// foreground read that replaces it, at the same offset, succeeds.
+// of times offsets at or past from: a read-ahead fails, and the foreground
+// read that replaces it, at the same offset, succeeds. Below from lies the
+// reader's first whole read, a foreground read submitted in one batch with
+// its read-ahead: the io_uring engine injects faults as reads complete, in
+// whichever order the device completes them, so counting reads from the
+// start could fail the foreground one. Past it, every new offset is first
+// read by a read-ahead.
 type failAhead struct {
-	mu          sync.Mutex
-	skip, times int
-	failed      map[int64]bool
+	mu     sync.Mutex
+	from   int64
+	times  int
+	failed map[int64]bool
 }
 
 func (a *failAhead) Inject(op direct.Op, off int64, n int) (direct.Fault, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if op != direct.OpRead || n != 512<<10 || a.failed[off] {
-		return direct.Fault{}, false
-	}
-	if a.skip > 0 {
-		a.skip--
-		return direct.Fault{}, false
-	}
-	if len(a.failed) == a.times {
+	if op != direct.OpRead || n != 512<<10 || off < a.from || a.failed[off] || len(a.failed) == a.times {
 		return direct.Fault{}, false
 	}
 	a.failed[off] = true
@@ -114,7 +113,7 @@ func TestReadAheadFailure(t *testing.T) {
 	if testenv.RejectsDirect() {
 		t.Skip("the read-ahead failed here runs on the direct queue")
 	}
-	fail := &failAhead{skip: 1, times: 2, failed: map[int64]bool{}}
+	fail := &failAhead{from: 1 << 20, times: 2, failed: map[int64]bool{}}
 	f, err := ephemeral.Create(testenv.Dir(t), &ephemeral.Options{IO: fallback.Direct, Faults: fail})
 	require.NoError(t, err)
 	defer f.Close()
