@@ -128,6 +128,13 @@ func (q *uringQueue) Await(done <-chan Completion) Completion {
 				return c
 			default:
 			}
+			u.mu.Lock()
+			if u.ownerWanted() {
+				u.handOff()
+				u.mu.Unlock()
+				continue
+			}
+			u.mu.Unlock()
 			u.reap()
 		case <-q.drained:
 			return q.last(done)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The process's rings.
@@ -26,7 +28,8 @@ import (
 // descriptor.
 
 // ringEntries is the size of each shared ring's submission queue. A ring
-// runs at most ringEntries-1 requests and one wake-up NOP, so every SQE
+// runs at most ringEntries-2 requests, one wake-up NOP and the owner's
+// eventfd read (see own), so every SQE
 // pushed and not yet consumed has a slot; the kernel gives the CQ twice
 // as many entries (IORING_SETUP_CQSIZE unset), so it cannot overflow. 256 requests is more than the
 // queue depths a disk rewards (fio's knee is at QD 32-128) times a few
@@ -191,6 +194,14 @@ type uring struct {
 	nopQueued bool          // a wake-up NOP is in the kernel
 	err       error         // the ring broke: no more submissions; set once
 	broken    chan struct{} // closed once the broken ring is drained
+	ownerOn   bool          // an owner holds the seat and submits what is pushed (see own)
+	ownerIn   bool          // the owner is in io_uring_enter: submitters kick it, or submit themselves
+	efd       int           // the eventfd that kicks the owner out of the kernel
+	evbuf     [8]byte       // what the owner's read of efd reads
+	armed     bool          // the owner's read of efd is pushed or in the kernel
+	armIn     bool          // ... and pushed, not yet consumed, as the armSeq-th SQE
+	kicked    bool          // efd was written since the read was armed
+	armSeq    uint32
 	cur       uint32        // the op push is to submit
 	curErr    error         // what push made of it
 	testFail  func() error  // test hook: called instead of waiting in the kernel
@@ -227,8 +238,14 @@ func newURing() (*uring, error) {
 		r.close()
 		return nil, err
 	}
-	const ops = ringEntries - 1 // and a NOP
+	const ops = ringEntries - 2 // and a NOP and the owner's eventfd read
 	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
+	// Non-blocking, so that the kernel polls it rather than park an
+	// io-wq worker in its read. Without it there is no owner.
+	u.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		u.efd = -1
+	}
 	u.wake.L = &u.mu
 	u.ctl = u.push
 	u.onCQE = u.reaped
@@ -302,6 +319,9 @@ func (u *uring) push(fd uintptr) {
 // other submitters (see uring); if the kernel refuses, it withdraws what
 // is still pushed, alone. It returns why the SQE was withdrawn, or nil.
 func (u *uring) flush(i int64, gen, seq uint32) error {
+	if done, err := u.handedOff(i, gen, seq); done {
+		return err
+	}
 	done, err := u.submitBeside(i, gen, seq)
 	if done {
 		return err
@@ -336,7 +356,7 @@ func (u *uring) submitBeside(i int64, gen, seq uint32) (bool, error) {
 	u.mu.Unlock()
 	n, err := u.r.submit(seq)
 	u.mu.Lock()
-	if u.inKernel += n; u.inKernel > 0 {
+	if u.count(n); u.inKernel > 0 {
 		u.unpark()
 	}
 	if err != nil {
@@ -369,6 +389,10 @@ func (u *uring) settled(i int64, gen, seq uint32) (bool, error) {
 // NOP is simply gone.
 func (u *uring) withdraw(err error) {
 	u.r.rewind(func(userData uint64) {
+		if userData == evData {
+			u.armed, u.armIn = false, false
+			return
+		}
 		if userData == nopData {
 			u.nopQueued = false
 			return
@@ -433,6 +457,11 @@ func (u *uring) leave() {
 // reaped handles one CQE, in the reaper, without mu.
 func (u *uring) reaped(userData uint64, res int32) {
 	u.mu.Lock()
+	if userData == evData {
+		u.armed, u.kicked = false, false
+		u.mu.Unlock()
+		return
+	}
 	u.inKernel--
 	if userData == nopData {
 		u.nopQueued = false
@@ -582,6 +611,12 @@ func (u *uring) drain(cause error) {
 	u.r.unmap()
 	u.smu.Unlock()
 	u.mu.Lock()
+	if u.efd >= 0 {
+		_ = unix.Close(u.efd) // the kernel tore the ring down, its read with it
+		u.efd = -1
+	}
+	u.mu.Unlock()
+	u.mu.Lock()
 	var failed []uint32
 	for i := range u.ops {
 		if u.ops[i].state == opKernel && u.ops[i].refused == nil { // refused: its submitter's
@@ -604,6 +639,9 @@ func (u *uring) drain(cause error) {
 func (u *uring) drained(userData uint64, _ int32) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if userData == evData {
+		return
+	}
 	u.inKernel--
 	if userData != nopData {
 		u.ops[userData].state = opKernel // still to fail, by drain
