@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxURingLen is the longest request the io_uring engine takes: an SQE's
@@ -27,6 +30,35 @@ type uringQueue struct {
 	closed    bool          // Close was called
 	drained   chan struct{} // closed once nothing is pending and nothing more will be: closed, or the ring broke
 	isDrained bool
+	ofd       int             // the queue's own descriptor for SQEs handed to the owner, if dupped
+	dupped    bool            // ofd is open
+	noDup     bool            // the dup failed: this queue submits its own SQEs
+	ofdClean  runtime.Cleanup // closes ofd if the queue is dropped without Close
+}
+
+// dup makes sure the queue has a descriptor of its own for SQEs handed to
+// the owner, whose enter may come after the file's Close: a dup of fd,
+// the file's, held until the queue's Close, when none of its requests is
+// left. With u.mu held (a queue's first hand-off pays the system call
+// there); false when the dup failed (EMFILE), and the queue's SQEs then go
+// in with their submitters.
+func (q *uringQueue) dup(fd uintptr) bool {
+	switch {
+	case q.dupped:
+		return true
+	case q.noDup:
+		return false
+	}
+	nfd, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		q.noDup = true
+		return false
+	}
+	q.ofd, q.dupped = nfd, true
+	// A queue dropped without Close must not keep its file open for
+	// good (an unlinked file's blocks with it).
+	q.ofdClean = runtime.AddCleanup(q, func(fd int) { unix.Close(fd) }, nfd)
+	return true
 }
 
 // checkDrained closes drained when nothing is pending and nothing will
@@ -128,6 +160,13 @@ func (q *uringQueue) Await(done <-chan Completion) Completion {
 				return c
 			default:
 			}
+			u.mu.Lock()
+			if u.ownerWanted() {
+				u.handOff()
+				u.mu.Unlock()
+				continue
+			}
+			u.mu.Unlock()
 			u.reap()
 		case <-q.drained:
 			return q.last(done)
@@ -175,7 +214,14 @@ func (q *uringQueue) Close() error {
 	for q.pending > 0 {
 		u.step()
 	}
+	ofd, dupped := q.ofd, q.dupped
+	q.dupped = false
 	u.mu.Unlock()
+	if dupped {
+		// Every SQE that named it has completed: pending is 0.
+		q.ofdClean.Stop()
+		unix.Close(ofd)
+	}
 	rings.put(u)
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The process's rings.
@@ -26,7 +28,8 @@ import (
 // descriptor.
 
 // ringEntries is the size of each shared ring's submission queue. A ring
-// runs at most ringEntries-1 requests and one wake-up NOP, so every SQE
+// runs at most ringEntries-2 requests, one wake-up NOP and the owner's
+// eventfd read (see own), so every SQE
 // pushed and not yet consumed has a slot; the kernel gives the CQ twice
 // as many entries (IORING_SETUP_CQSIZE unset), so it cannot overflow. 256 requests is more than the
 // queue depths a disk rewards (fio's knee is at QD 32-128) times a few
@@ -191,9 +194,18 @@ type uring struct {
 	nopQueued bool          // a wake-up NOP is in the kernel
 	err       error         // the ring broke: no more submissions; set once
 	broken    chan struct{} // closed once the broken ring is drained
-	cur       uint32        // the op push is to submit
-	curErr    error         // what push made of it
-	testFail  func() error  // test hook: called instead of waiting in the kernel
+	ownerOn   bool          // an owner holds the seat and submits what is pushed (see own)
+	ownerIn   bool          // the owner is in io_uring_enter: submitters kick it, or submit themselves
+	efd       int           // the eventfd that kicks the owner out of the kernel
+	evbuf     [8]byte       // what the owner's read of efd reads
+	armed     bool          // the owner's read of efd is pushed or in the kernel
+	armIn     bool          // ... and pushed, not yet consumed, as the armSeq-th SQE
+	kicked    bool          // efd was written since the read was armed
+	armSeq    uint32
+	cur       uint32       // the op push is to submit
+	curErr    error        // what push made of it
+	testFail  func() error // test hook: called instead of waiting in the kernel
+	testOwner bool         // test hook: an owner whenever an Await takes the seat
 }
 
 var errSQFull = errors.New("direct: io_uring submission queue full")
@@ -216,6 +228,7 @@ type uringOp struct {
 	done    int
 	retries int
 	refused error // its SQE was withdrawn, not consumed: why (its submitter handles it)
+	handed  bool  // its SQE was left to the owner: no submitter waits for it (see own)
 }
 
 func newURing() (*uring, error) {
@@ -227,8 +240,14 @@ func newURing() (*uring, error) {
 		r.close()
 		return nil, err
 	}
-	const ops = ringEntries - 1 // and a NOP
+	const ops = ringEntries - 2 // and a NOP and the owner's eventfd read
 	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
+	// Non-blocking, so that the kernel polls it rather than park an
+	// io-wq worker in its read. Without it there is no owner.
+	u.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		u.efd = -1
+	}
 	u.wake.L = &u.mu
 	u.ctl = u.push
 	u.onCQE = u.reaped
@@ -280,14 +299,32 @@ func (u *uring) unpark() {
 func (u *uring) push(fd uintptr) {
 	i := u.cur
 	op := &u.ops[i]
+	handed := u.handing(op, fd)
+	if handed {
+		fd = uintptr(op.q.ofd)
+	}
 	s := u.sqeFor(i, fd)
 	if !u.r.push(&s) {
-		// Cannot happen: the SQ has a slot for every op and the NOP.
+		// Cannot happen: the SQ has a slot for every op, the NOP and
+		// the owner's eventfd read.
 		u.curErr = errSQFull
 		return
 	}
 	op.state = opKernel
 	u.gens[i]++
+	if handed {
+		// The owner submits it: kick it if it waits in the kernel.
+		op.handed = true
+		u.curErr = nil
+		if u.ownerIn && !u.kicked {
+			u.kicked = true
+			efd := u.efd
+			u.mu.Unlock()
+			u.kick(efd)
+			u.mu.Lock()
+		}
+		return
+	}
 	gen, seq := u.gens[i], u.r.pushed()
 	u.mu.Unlock()
 	err := u.flush(int64(i), gen, seq)
@@ -308,14 +345,16 @@ func (u *uring) flush(i int64, gen, seq uint32) error {
 	}
 	// Withdraw what is still pushed, alone: no one else is in the kernel.
 	u.smu.Lock()
-	defer u.smu.Unlock()
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	if done, why := u.settled(i, gen, seq); done {
-		return why
+	var handed []uint32
+	done, why := u.settled(i, gen, seq)
+	if !done {
+		handed = u.withdraw(err)
+		_, why = u.settled(i, gen, seq)
 	}
-	u.withdraw(err)
-	_, why := u.settled(i, gen, seq)
+	u.mu.Unlock()
+	u.smu.Unlock()
+	u.failHanded(handed, err)
 	return why
 }
 
@@ -336,7 +375,7 @@ func (u *uring) submitBeside(i int64, gen, seq uint32) (bool, error) {
 	u.mu.Unlock()
 	n, err := u.r.submit(seq)
 	u.mu.Lock()
-	if u.inKernel += n; u.inKernel > 0 {
+	if u.count(n); u.inKernel > 0 {
 		u.unpark()
 	}
 	if err != nil {
@@ -366,16 +405,28 @@ func (u *uring) settled(i int64, gen, seq uint32) (bool, error) {
 
 // withdraw takes back every SQE the kernel has not consumed, with smu and
 // mu held: each op's submitter finds err in op.refused and handles it; a
-// NOP is simply gone.
-func (u *uring) withdraw(err error) {
+// NOP is simply gone. It returns the ops handed off to the owner, whose
+// submitters do not wait: the caller completes them with err, through
+// failHanded, once it has released the locks.
+func (u *uring) withdraw(err error) (handed []uint32) {
 	u.r.rewind(func(userData uint64) {
+		if userData == evData {
+			u.armed, u.armIn = false, false
+			return
+		}
 		if userData == nopData {
 			u.nopQueued = false
+			return
+		}
+		if op := &u.ops[userData]; op.handed {
+			op.state = opHeld
+			handed = append(handed, uint32(userData))
 			return
 		}
 		u.ops[userData].refused = err
 	})
 	u.wake.Broadcast()
+	return handed
 }
 
 // step makes the ring progress for a goroutine that waits for a count,
@@ -433,6 +484,11 @@ func (u *uring) leave() {
 // reaped handles one CQE, in the reaper, without mu.
 func (u *uring) reaped(userData uint64, res int32) {
 	u.mu.Lock()
+	if userData == evData {
+		u.armed, u.kicked = false, false
+		u.mu.Unlock()
+		return
+	}
 	u.inKernel--
 	if userData == nopData {
 		u.nopQueued = false
@@ -563,10 +619,11 @@ func (u *uring) drain(cause error) {
 	// after it: what was not consumed is withdrawn, and inKernel is exact.
 	u.smu.Lock()
 	u.mu.Lock()
-	u.withdraw(u.err)
+	handed := u.withdraw(u.err)
 	u.r.closeFd()
 	u.mu.Unlock()
 	u.smu.Unlock()
+	u.failHanded(handed, u.err)
 	deadline := time.Now().Add(drainLimit)
 	for {
 		u.r.reap(u.drained)
@@ -581,6 +638,12 @@ func (u *uring) drain(cause error) {
 	u.smu.Lock()
 	u.r.unmap()
 	u.smu.Unlock()
+	u.mu.Lock()
+	if u.efd >= 0 {
+		_ = unix.Close(u.efd) // the kernel tore the ring down, its read with it
+		u.efd = -1
+	}
+	u.mu.Unlock()
 	u.mu.Lock()
 	var failed []uint32
 	for i := range u.ops {
@@ -604,6 +667,9 @@ func (u *uring) drain(cause error) {
 func (u *uring) drained(userData uint64, _ int32) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if userData == evData {
+		return
+	}
 	u.inKernel--
 	if userData != nopData {
 		u.ops[userData].state = opKernel // still to fail, by drain

@@ -1,0 +1,210 @@
+//go:build linux
+
+package direct
+
+import (
+	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The owner: one thread submits while many goroutines wait.
+//
+// A read's completion runs as task work on the thread that submitted it:
+// the kernel posts the CQE only once that thread runs it. When every
+// goroutine enters the kernel for its own Submit, those threads are
+// whichever ran the Submit, and by the time the read completes most are
+// asleep in futex: the kernel wakes each to post its CQE, and the reaper
+// after it. With 16 goroutines reading that cost 2.1-2.3x fio's CPU per
+// read (0.41 context switches per read against fio's 0.026; see
+// docs/engine.md). So while more goroutines wait than Ps run (the rule
+// reap already uses to choose where to wait), the reaper's seat goes to
+// an owner: a goroutine locked to its thread that holds the seat turn
+// after turn, submits every SQE pushed meanwhile and waits for CQEs with
+// the same io_uring_enter, and reaps. The completions' task work then
+// lands on the thread that is waiting for them, and the SQEs that the
+// goroutines it wakes push while it delivers go in together with its
+// next enter. With fewer waiters each submits and waits itself, which
+// costs one goroutine less than a hand-off to the owner and back.
+//
+// While an owner runs, a Submit pushes its SQE and returns: the owner
+// submits it (kicked out of its wait in the kernel, if it is there,
+// through an eventfd that a read in its own ring watches). The submitter
+// no longer holds the file's reference until the kernel takes the SQE,
+// so a handed-off SQE names a descriptor of the queue's own, a dup of
+// the file's made at its first hand-off and closed by the queue's Close
+// (see uringQueue.dup): a Close of the file cannot free the number under
+// it. A refusal cannot reach a Submit that has returned: the ring's
+// withdraw completes a handed-off request with the refusal instead, on
+// its Done channel. Resubmissions of short transfers and retries, the
+// wake-up NOP and SQEs pushed while the owner sits in the kernel without
+// its eventfd read go in as before, from the goroutine that pushed them.
+//
+// The owner never gives the seat up while SQEs are pushed, and a Submit
+// hands off only while ownerOn, both under mu: no handed-off SQE is left
+// without someone to submit it. The owner gives the seat up (and its
+// goroutine ends) once no more goroutines wait than Ps run, or the
+// kernel holds nothing; the next Await to take the seat in that state
+// hands it on again.
+
+// ownerWanted reports, with mu held, whether an Await holding the seat
+// should hand it to an owner rather than reap: more goroutines wait than
+// Ps run. Test hooks that script the kernel's answers keep the seat with
+// the goroutines they follow, unless the test asks for an owner.
+func (u *uring) ownerWanted() bool {
+	if u.err != nil || u.efd < 0 {
+		return false
+	}
+	if u.testOwner {
+		return true
+	}
+	return u.testFail == nil && u.r.testEnter == nil && u.waiters.Load() > int32(runtime.GOMAXPROCS(0))
+}
+
+// handOff gives the seat's token, which the caller holds, to a new owner,
+// with mu held.
+func (u *uring) handOff() {
+	u.ownerOn = true
+	go u.own()
+}
+
+// own runs the owner's turns until it gives the seat up.
+func (u *uring) own() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	retries := 0
+	for u.ownTurn(&retries) {
+	}
+}
+
+// ownTurn is one turn of the owner: submit what is pushed, wait for a
+// CQE, reap. It reports false once the owner gave the seat up.
+func (u *uring) ownTurn(retries *int) bool {
+	u.mu.Lock()
+	if u.err != nil {
+		u.ownerOn = false
+		u.leave()
+		u.mu.Unlock()
+		return false
+	}
+	pend := u.r.sqLocalTail - atomic.LoadUint32(u.r.sqHead)
+	if pend == 0 && (u.inKernel <= 0 || !u.ownerWanted()) {
+		u.ownerOn = false
+		u.leave()
+		u.mu.Unlock()
+		return false
+	}
+	if !u.armed {
+		u.arm()
+		pend++
+	}
+	u.ownerIn = true
+	u.mu.Unlock()
+
+	var n int
+	var errno syscall.Errno
+	if pend > 0 {
+		// As submitBeside: withdrawing and draining wait for the enter.
+		u.smu.RLock()
+		n, errno = u.r.enter(pend, 1, ioringEnterGetEvents)
+		u.smu.RUnlock()
+	} else {
+		n, errno = u.r.enter(0, 1, ioringEnterGetEvents)
+	}
+
+	u.mu.Lock()
+	u.ownerIn = false
+	if n > 0 {
+		u.count(n)
+		*retries = 0
+	}
+	u.mu.Unlock()
+	switch {
+	case errno == 0 || errno == unix.EBUSY:
+	case (errno == unix.EINTR || errno == unix.EAGAIN) && (pend == 0 || *retries < maxRetries):
+		if pend > 0 {
+			*retries++
+		}
+	case pend > 0:
+		// The kernel took none of the SQEs (it fails an enter only
+		// then): withdraw them. A waiting submitter finds its refusal
+		// as after its own enter; a handed-off request completes with
+		// it.
+		*retries = 0
+		err := os.NewSyscallError("io_uring_enter", errno)
+		u.smu.Lock()
+		u.mu.Lock()
+		handed := u.withdraw(err)
+		u.mu.Unlock()
+		u.smu.Unlock()
+		u.failHanded(handed, err)
+	default:
+		u.drain(os.NewSyscallError("io_uring_enter", errno))
+		u.mu.Lock()
+		u.ownerOn = false
+		u.leave()
+		u.mu.Unlock()
+		return false
+	}
+	u.r.reap(u.onCQE)
+	return true
+}
+
+// handing reports, with mu held, whether op's SQE, about to be pushed,
+// goes to the owner; fd is the file's descriptor, valid for the call
+// (push runs inside RawConn.Control). A queue's first hand-off dups it.
+func (u *uring) handing(op *uringOp, fd uintptr) bool {
+	if !u.ownerOn || op.done > 0 || op.retries > 0 || u.ownerIn && !u.armed {
+		return false
+	}
+	return op.q.dup(fd)
+}
+
+// kick wakes the owner from its wait in the kernel: its eventfd read
+// completes. mu is not held.
+func (u *uring) kick(efd int) {
+	one := [8]byte{1}
+	// A failure cannot happen (the count would have to reach 2^64-1),
+	// and would be harmless: the owner wakes with the next CQE anyway.
+	_, _ = unix.Write(efd, one[:])
+}
+
+// failHanded completes the handed-off requests of ops, which withdraw
+// took back from the SQ, with err. No lock is held.
+func (u *uring) failHanded(ops []uint32, err error) {
+	for _, i := range ops {
+		op := &u.ops[i]
+		u.deliver(i, op.q.x.wrap(op.req.Op.syscall(), err), false)
+	}
+}
+
+// evData is the user_data of the owner's eventfd read, outside the op
+// indices and apart from the wake-up NOP's.
+const evData = nopData - 1
+
+// arm pushes the owner's read of the ring's eventfd, with mu held: it
+// completes when a submitter kicks the owner, ending the owner's wait in
+// the kernel. It is not a request: inKernel never counts it (see count),
+// since nothing makes it complete but a kick, and a reaper must wait only
+// for CQEs that are due.
+func (u *uring) arm() {
+	s := sqe{opcode: ioringOpRead, fd: int32(u.efd), addr: uint64(uintptr(unsafe.Pointer(&u.evbuf[0]))), len: uint32(len(u.evbuf)), off: ^uint64(0), userData: evData}
+	if !u.r.push(&s) {
+		return // cannot happen: the SQ has a slot for every op, the NOP and this read
+	}
+	u.armed, u.armIn, u.armSeq = true, true, u.r.pushed()
+}
+
+// count adds the n SQEs an io_uring_enter consumed to inKernel, with mu
+// held, leaving the eventfd read out if it was among them.
+func (u *uring) count(n int) {
+	if u.armIn && u.r.consumed(u.armSeq) {
+		u.armIn = false
+		n--
+	}
+	u.inKernel += n
+}

@@ -1,0 +1,312 @@
+package direct
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ownerFile makes a file of 256 KiB whose every byte is b, and a queue on
+// u over it.
+func ownerFile(t *testing.T, u *uring, b byte, depth int) (*uringQueue, *os.File) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	_, err = f.WriteAt(bytes.Repeat([]byte{b}, 256<<10), 0)
+	require.NoError(t, err)
+	return &uringQueue{u: u, x: newXfer(f, Alignment{Memory: 1, Offset: 1}, false), depth: depth, drained: make(chan struct{})}, f
+}
+
+func openFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
+}
+
+func ownerRing(t *testing.T) *uring {
+	t.Helper()
+	u, err := newURing()
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	t.Cleanup(u.r.close)
+	if u.efd < 0 {
+		t.Skip("no eventfd: no owner")
+	}
+	u.testOwner = true
+	return u
+}
+
+// readLoop reads 4 KiB at random offsets of q, singly and (with batches)
+// in batches of up to 4, until stop or until a Submit fails, checking that every byte
+// read is want and that no request fails; it reports the requests
+// completed.
+func readLoop(t *testing.T, q *uringQueue, want byte, batches bool, stop *atomic.Bool) int {
+	var dones [4]chan Completion
+	var bufs [4][]byte
+	for k := range dones {
+		dones[k] = make(chan Completion, 1)
+		bufs[k] = make([]byte, 4096)
+	}
+	n := 0
+	for !stop.Load() {
+		m := 1
+		if batches {
+			m += rand.IntN(4)
+		}
+		rs := make([]Request, m)
+		for k := range m {
+			rs[k] = Request{Op: OpRead, Buf: bufs[k], Off: rand.Int64N(63) * 4096, Token: uint64(k), Done: dones[k]}
+		}
+		var got int
+		var err error
+		if m == 1 {
+			err = q.Submit(rs[0])
+			if err == nil {
+				got = 1
+			}
+		} else {
+			got, err = q.SubmitBatch(rs)
+		}
+		if err != nil {
+			return n
+		}
+		for k := range got {
+			c := q.Await(dones[k])
+			if !assert.NoError(t, c.Err, "an accepted request failed") {
+				return n
+			}
+			if !assert.Equal(t, uint64(k), c.Token) || !assert.Equal(t, 4096, c.N) {
+				return n
+			}
+			if bytes.Count(bufs[k], []byte{want}) != 4096 {
+				t.Errorf("a read of the file of %q bytes read others", want)
+				return n
+			}
+			n++
+		}
+	}
+	return n
+}
+
+// TestURingOwnerStress: with the owner on, goroutines on three queues
+// over three files submit singly and in batches and await, queues close
+// and reopen beside them; every read returns its own file's bytes, every
+// request completes, and the queues' own descriptors are closed with
+// them.
+func TestURingOwnerStress(t *testing.T) {
+	u := ownerRing(t)
+	fds := openFds(t)
+	d := 2 * time.Second
+	if testing.Short() {
+		d = 300 * time.Millisecond
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var reads, handed atomic.Int64
+	for k := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				q, f := ownerFile(t, u, byte('a'+k), 16)
+				var inner sync.WaitGroup
+				for range 8 {
+					inner.Add(1)
+					go func() {
+						defer inner.Done()
+						reads.Add(int64(readLoop(t, q, byte('a'+k), true, &stop)))
+					}()
+				}
+				time.Sleep(time.Duration(20+rand.IntN(50)) * time.Millisecond)
+				u.mu.Lock()
+				if q.dupped {
+					handed.Add(1)
+				}
+				u.mu.Unlock()
+				require.NoError(t, q.Close()) // beside the readers: their Submits fail, their requests complete
+				inner.Wait()
+				f.Close()
+			}
+		}()
+	}
+	time.Sleep(d)
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d reads; %d queues handed requests to the owner", reads.Load(), handed.Load())
+	assert.Positive(t, handed.Load(), "no request went to the owner")
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
+	assert.LessOrEqual(t, u.inKernel, 0)
+	assert.Equal(t, fds, openFds(t), "descriptors left open")
+}
+
+// TestURingOwnerFileClosed: a file closed while requests handed to the
+// owner are on their way reads no other file's bytes: the SQEs name the
+// queue's own descriptor, whose number no new file can take. Files with
+// other bytes are opened right after the Close to take the number if it
+// were free.
+func TestURingOwnerFileClosed(t *testing.T) {
+	u := ownerRing(t)
+	// The owner waits before its enters while held: the SQEs handed to
+	// it meanwhile go in after the Close.
+	var held atomic.Bool
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		for toSubmit > 0 && flags&ioringEnterGetEvents != 0 && held.Load() {
+			time.Sleep(100 * time.Microsecond)
+		}
+		return u.r.enterKernel(toSubmit, minComplete, flags)
+	}
+	for round := range 20 {
+		q, f := ownerFile(t, u, 'a', 32)
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				readLoop(t, q, 'a', false, &stop) // batches submit themselves, and whatever was pushed
+			}()
+		}
+		time.Sleep(time.Duration(1+round%5) * time.Millisecond)
+		held.Store(true)
+		time.Sleep(5 * time.Millisecond)
+		u.mu.Lock()
+		pushed := u.r.sqLocalTail - *u.r.sqHead
+		u.mu.Unlock()
+		require.NoError(t, f.Close())
+		var others []*os.File
+		for range 4 {
+			p := filepath.Join(t.TempDir(), "other")
+			require.NoError(t, os.WriteFile(p, bytes.Repeat([]byte{'z'}, 256<<10), 0o644))
+			o, err := os.Open(p)
+			require.NoError(t, err)
+			others = append(others, o)
+		}
+		t.Logf("%d SQEs pushed when the file closed", pushed)
+		held.Store(false)
+		stop.Store(true)
+		wg.Wait()
+		require.NoError(t, q.Close())
+		for _, o := range others {
+			o.Close()
+		}
+	}
+}
+
+// TestURingOwnerRefused: when the kernel refuses the owner's enter, the
+// requests handed to it complete with the refusal (their Submits have
+// returned), nothing is left counted, and the ring goes on.
+func TestURingOwnerRefused(t *testing.T) {
+	u := ownerRing(t)
+	q, _ := ownerFile(t, u, 'a', 64)
+	var refuse atomic.Int32
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		if toSubmit > 0 && flags&ioringEnterGetEvents != 0 && refuse.Add(-1) >= 0 {
+			return 0, syscall.ENOMEM
+		}
+		return u.r.enterKernel(toSubmit, minComplete, flags)
+	}
+	refuse.Store(3)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var refused atomic.Int32
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan Completion, 1)
+			buf := make([]byte, 4096)
+			for !stop.Load() {
+				if err := q.Submit(Request{Op: OpRead, Buf: buf, Done: done}); err != nil {
+					require.ErrorIs(t, err, syscall.ENOMEM) // refused in its own enter
+					refused.Add(1)
+					continue
+				}
+				c := q.Await(done)
+				if c.Err != nil {
+					require.ErrorIs(t, c.Err, syscall.ENOMEM)
+					refused.Add(1)
+				}
+			}
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for refuse.Load() >= 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	assert.Negative(t, refuse.Load(), "the owner's enter was refused fewer times than scripted")
+	assert.Positive(t, refused.Load())
+	// The ring goes on.
+	done := make(chan Completion, 1)
+	require.NoError(t, q.Submit(Request{Op: OpRead, Buf: make([]byte, 4096), Token: 9, Done: done}))
+	c := q.Await(done)
+	require.NoError(t, c.Err)
+	assert.Equal(t, uint64(9), c.Token)
+	require.NoError(t, q.Close())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Equal(t, len(u.ops), len(u.free))
+	assert.Zero(t, q.pending)
+}
+
+// TestURingOwnerBroken: the ring breaking under the owner (its wait
+// fails beyond retry) completes every request with the ring's error;
+// Awaits and Close return.
+func TestURingOwnerBroken(t *testing.T) {
+	u := ownerRing(t)
+	q, _ := ownerFile(t, u, 'a', 64)
+	var calls atomic.Int32
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		if flags&ioringEnterGetEvents != 0 && calls.Add(1) > 50 {
+			return 0, syscall.EFAULT
+		}
+		return u.r.enterKernel(toSubmit, minComplete, flags)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan Completion, 1)
+			buf := make([]byte, 4096)
+			for {
+				if err := q.Submit(Request{Op: OpRead, Buf: buf, Done: done}); err != nil {
+					require.ErrorIs(t, err, syscall.EFAULT)
+					return
+				}
+				if c := q.Await(done); c.Err != nil {
+					require.ErrorIs(t, c.Err, syscall.EFAULT)
+					return
+				}
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(20 * time.Second):
+		t.Fatal("readers still running after the ring broke")
+	}
+	require.NoError(t, q.Close())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Error(t, u.err)
+	assert.Zero(t, q.pending)
+}
