@@ -29,8 +29,10 @@ const (
 	ioringOffSQEs   = 0x10000000
 
 	ioringFeatSingleMmap = 1 << 0
+	ioringFeatExtArg     = 1 << 8
 
 	ioringEnterGetEvents = 1 << 0
+	ioringEnterExtArg    = 1 << 3
 
 	ioringRegisterProbe = 8
 
@@ -121,6 +123,9 @@ type ring struct {
 	cqMask      uint32
 	cqes        []cqe
 	sqLocalTail uint32
+	extArg      bool // io_uring_enter takes a timeout (IORING_FEAT_EXT_ARG, Linux 5.11)
+	waitTs      unix.Timespec
+	waitArg     getEventsArg // waitFor's, on the heap for the kernel to read: one caller at a time
 
 	file *os.File        // owns fd once set (see pollable)
 	prc  syscall.RawConn // file's, when the poller took fd: wait parks on it
@@ -145,6 +150,7 @@ func newRing(entries uint32) (*ring, error) {
 		return nil, err
 	}
 	r := &ring{fd: fd}
+	r.extArg = p.features&ioringFeatExtArg != 0
 	if err := r.mmap(&p); err != nil {
 		r.close()
 		return nil, err
@@ -279,6 +285,26 @@ func (r *ring) enter(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
 // enterKernel calls io_uring_enter, what testEnter stands in for.
 func (r *ring) enterKernel(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), 0, 0)
+	return int(n), errno
+}
+
+// getEventsArg is struct io_uring_getevents_arg.
+type getEventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	minWait   uint32
+	ts        uint64 // *unix.Timespec
+}
+
+// waitFor submits toSubmit SQEs and waits for a CQE, as enter with
+// ioringEnterGetEvents does, but for at most d: ETIME when none came.
+// Only with extArg, and not through testEnter; one caller at a time (the
+// owner).
+func (r *ring) waitFor(toSubmit uint32, d time.Duration) (int, syscall.Errno) {
+	r.waitTs = unix.NsecToTimespec(d.Nanoseconds())
+	r.waitArg = getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTs)))}
+	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), 1,
+		ioringEnterGetEvents|ioringEnterExtArg, uintptr(unsafe.Pointer(&r.waitArg)), unsafe.Sizeof(r.waitArg))
 	return int(n), errno
 }
 
