@@ -152,7 +152,9 @@ func (s *ringSet) retire(u *uring) {
 // io_uring_enter; see ring.wait) and delivers every CQE it finds, to
 // whichever queue's request it belongs, then gives the seat up. Only the
 // seat's holder touches the CQ, so the CQ needs no lock. Nothing runs
-// while nobody waits.
+// while nobody waits. While more goroutines wait than Ps run, the seat
+// goes to an owner goroutine on a thread of its own, which submits what
+// the others push and reaps (see own, in uring_owner_linux.go).
 //
 // The seat is a token in the channel seat: it is there exactly when no
 // one reaps and the kernel holds requests (inKernel > 0); with nothing in
@@ -638,12 +640,9 @@ func (u *uring) drain(cause error) {
 	u.smu.Lock()
 	u.r.unmap()
 	u.smu.Unlock()
-	u.mu.Lock()
-	if u.efd >= 0 {
-		_ = unix.Close(u.efd) // the kernel tore the ring down, its read with it
-		u.efd = -1
-	}
-	u.mu.Unlock()
+	// The eventfd stays open, as the ring's memory stays allocated: a
+	// submitter that read u.efd under mu may still write to it, and a
+	// number closed here could be another file's by then.
 	u.mu.Lock()
 	var failed []uint32
 	for i := range u.ops {
