@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -309,4 +310,22 @@ func TestURingOwnerBroken(t *testing.T) {
 	defer u.mu.Unlock()
 	assert.Error(t, u.err)
 	assert.Zero(t, q.pending)
+}
+
+// TestURingOwnerWanted: an owner takes the seat only while more
+// goroutines wait than Ps run, and never with one P (it would keep the
+// only P while it waits in the kernel).
+func TestURingOwnerWanted(t *testing.T) {
+	u := ownerRing(t)
+	u.testOwner = false
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.waiters.Store(2)
+	assert.False(t, u.ownerWanted(), "2 waiters, 2 Ps")
+	u.waiters.Store(3)
+	assert.True(t, u.ownerWanted(), "3 waiters, 2 Ps")
+	runtime.GOMAXPROCS(1)
+	u.waiters.Store(16)
+	assert.False(t, u.ownerWanted(), "one P")
 }
