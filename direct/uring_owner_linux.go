@@ -110,7 +110,7 @@ func (u *uring) ownTurn(retries *int, idle *bool) bool {
 	pend := u.r.sqLocalTail - atomic.LoadUint32(u.r.sqHead)
 	// With nothing in the kernel the owner waits only for its eventfd
 	// read, for ownerLinger, and only if the kernel can time it out.
-	linger := pend == 0 && u.inKernel <= 0
+	linger := pend == 0 && u.due() <= 0
 	if pend == 0 && !u.ownerWanted() || linger && (*idle || !u.r.extArg || u.r.testEnter != nil) {
 		u.ownerOn = false
 		u.leave()
@@ -217,23 +217,32 @@ const evData = nopData - 1
 
 // arm pushes the owner's read of the ring's eventfd, with mu held: it
 // completes when a submitter kicks the owner, ending the owner's wait in
-// the kernel. It is not a request: inKernel never counts it (see count),
-// since nothing makes it complete but a kick, and a reaper must wait only
-// for CQEs that are due.
+// the kernel. inKernel counts it as any SQE consumed; it is not due (see
+// due), since nothing makes it complete but a kick.
 func (u *uring) arm() {
 	s := sqe{opcode: ioringOpRead, fd: int32(u.efd), addr: uint64(uintptr(unsafe.Pointer(&u.evbuf[0]))), len: uint32(len(u.evbuf)), off: ^uint64(0), userData: evData}
 	if !u.r.push(&s) {
 		return // cannot happen: the SQ has a slot for every op, the NOP and this read
 	}
-	u.armed, u.armIn, u.armSeq = true, true, u.r.pushed()
+	u.armed, u.armSeq = true, u.r.pushed()
 }
 
 // count adds the n SQEs an io_uring_enter consumed to inKernel, with mu
-// held, leaving the eventfd read out if it was among them.
-func (u *uring) count(n int) {
-	if u.armIn && u.r.consumed(u.armSeq) {
-		u.armIn = false
-		n--
+// held.
+func (u *uring) count(n int) { u.inKernel += n }
+
+// due is how many CQEs the kernel owes, with mu held: the SQEs counted in
+// the kernel but the owner's eventfd read, which completes only when
+// kicked. Taking the read out once the kernel has consumed it (rather
+// than leaving it out of the count whichever enter consumed it) keeps the
+// arithmetic exact when a submitter's enter takes the read along and the
+// owner reaps its CQE before that submitter counts: due may then lag the
+// truth for a moment, below it, never above, as inKernel itself does
+// (see uring). An owner that left the read out once too often waited in
+// the kernel for a CQE that was not due, for good.
+func (u *uring) due() int {
+	if u.armed && u.r.consumed(u.armSeq) {
+		return u.inKernel - 1
 	}
-	u.inKernel += n
+	return u.inKernel
 }

@@ -201,13 +201,12 @@ type uring struct {
 	efd       int           // the eventfd that kicks the owner out of the kernel
 	evbuf     [8]byte       // what the owner's read of efd reads
 	armed     bool          // the owner's read of efd is pushed or in the kernel
-	armIn     bool          // ... and pushed, not yet consumed, as the armSeq-th SQE
 	kicked    bool          // efd was written since the read was armed
-	armSeq    uint32
-	cur       uint32       // the op push is to submit
-	curErr    error        // what push made of it
-	testFail  func() error // test hook: called instead of waiting in the kernel
-	testOwner bool         // test hook: an owner whenever an Await takes the seat
+	armSeq    uint32        // the read is the armSeq-th SQE pushed
+	cur       uint32        // the op push is to submit
+	curErr    error         // what push made of it
+	testFail  func() error  // test hook: called instead of waiting in the kernel
+	testOwner bool          // test hook: an owner whenever an Await takes the seat
 }
 
 var errSQFull = errors.New("direct: io_uring submission queue full")
@@ -377,7 +376,7 @@ func (u *uring) submitBeside(i int64, gen, seq uint32) (bool, error) {
 	u.mu.Unlock()
 	n, err := u.r.submit(seq)
 	u.mu.Lock()
-	if u.count(n); u.inKernel > 0 {
+	if u.count(n); u.due() > 0 {
 		u.unpark()
 	}
 	if err != nil {
@@ -413,7 +412,7 @@ func (u *uring) settled(i int64, gen, seq uint32) (bool, error) {
 func (u *uring) withdraw(err error) (handed []uint32) {
 	u.r.rewind(func(userData uint64) {
 		if userData == evData {
-			u.armed, u.armIn = false, false
+			u.armed = false
 			return
 		}
 		if userData == nopData {
@@ -475,7 +474,7 @@ func (u *uring) reap() {
 // leave gives the seat's token up, with mu held: back into seat while the
 // kernel holds requests, else parked.
 func (u *uring) leave() {
-	if u.inKernel > 0 && u.err == nil {
+	if u.err == nil && u.due() > 0 {
 		u.seat <- struct{}{}
 	} else {
 		u.parked = true
@@ -486,12 +485,12 @@ func (u *uring) leave() {
 // reaped handles one CQE, in the reaper, without mu.
 func (u *uring) reaped(userData uint64, res int32) {
 	u.mu.Lock()
+	u.inKernel--
 	if userData == evData {
 		u.armed, u.kicked = false, false
 		u.mu.Unlock()
 		return
 	}
-	u.inKernel--
 	if userData == nopData {
 		u.nopQueued = false
 		u.mu.Unlock()
@@ -630,13 +629,16 @@ func (u *uring) drain(cause error) {
 	for {
 		u.r.reap(u.drained)
 		u.mu.Lock()
-		left := u.inKernel
+		left := u.due()
 		u.mu.Unlock()
 		if left == 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
+	u.mu.Lock()
+	u.armed = false // due reads the SQ head for it: not once it is unmapped
+	u.mu.Unlock()
 	u.smu.Lock()
 	u.r.unmap()
 	u.smu.Unlock()
@@ -666,10 +668,11 @@ func (u *uring) drain(cause error) {
 func (u *uring) drained(userData uint64, _ int32) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.inKernel--
 	if userData == evData {
+		u.armed = false
 		return
 	}
-	u.inKernel--
 	if userData != nopData {
 		u.ops[userData].state = opKernel // still to fail, by drain
 	}
