@@ -360,3 +360,36 @@ func TestURingOwnerWanted(t *testing.T) {
 	u.waiters.Store(16)
 	assert.False(t, u.ownerWanted(), "one P")
 }
+
+// TestURingOwnerChurn: with the owner on, short transfers and EAGAIN are
+// resubmitted (by the owner, from its reaping) and late completions post
+// wake-up NOPs beside the handed-off SQEs: every read still completes
+// whole with its file's bytes, and the owner leaves when the readers stop.
+func TestURingOwnerChurn(t *testing.T) {
+	u := ownerRing(t)
+	q, _ := ownerFile(t, u, 'c', 32)
+	q.x.faults = &churn{}
+	d := time.Second
+	if testing.Short() {
+		d = 200 * time.Millisecond
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reads.Add(int64(readLoop(t, q, 'c', true, &stop)))
+		}()
+	}
+	time.Sleep(d)
+	stop.Store(true)
+	wg.Wait()
+	require.NoError(t, q.Close())
+	t.Logf("%d reads", reads.Load())
+	assert.Positive(t, reads.Load())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
+}
