@@ -398,6 +398,19 @@ func (r *ring) ready() bool {
 }
 
 // reap calls f on every CQE available and releases them; it returns how
+// take copies up to len(buf) CQEs into buf, oldest first, and gives their
+// slots back to the kernel; it returns how many.
+func (r *ring) take(buf []cqe) int {
+	head := atomic.LoadUint32(r.cqHead)
+	tail := atomic.LoadUint32(r.cqTail) // acquire: the CQEs before tail are written
+	n := min(int(tail-head), len(buf))
+	for k := range n {
+		buf[k] = r.cqes[(head+uint32(k))&r.cqMask]
+	}
+	atomic.StoreUint32(r.cqHead, head+uint32(n)) // release: the kernel may reuse the slots
+	return n
+}
+
 // many it saw.
 func (r *ring) reap(f func(userData uint64, res int32)) int {
 	head := atomic.LoadUint32(r.cqHead)

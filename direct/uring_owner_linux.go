@@ -179,7 +179,7 @@ func (u *uring) ownTurn(retries *int, idle *bool) bool {
 		u.mu.Unlock()
 		return false
 	}
-	u.r.reap(u.onCQE)
+	u.reapAll()
 	return true
 }
 

@@ -178,10 +178,9 @@ func (s *ringSet) retire(u *uring) {
 // waiting posts a NOP to wake it.
 type uring struct {
 	r       *ring
-	ctl     func(fd uintptr)    // u.push bound once: RawConn.Control's argument, without an allocation per call
-	onCQE   func(uint64, int32) // u.reaped bound once
-	queues  int                 // queues using the ring; guarded by rings.mu
-	waiters atomic.Int32        // goroutines in Await: reap parks while more than GOMAXPROCS
+	ctl     func(fd uintptr) // u.push bound once: RawConn.Control's argument, without an allocation per call
+	queues  int              // queues using the ring; guarded by rings.mu
+	waiters atomic.Int32     // goroutines in Await: reap parks while more than GOMAXPROCS
 
 	smu sync.RWMutex // read: held across the io_uring_enter calls that submit; write: to withdraw, and to drain
 
@@ -251,7 +250,6 @@ func newURing() (*uring, error) {
 	}
 	u.wake.L = &u.mu
 	u.ctl = u.push
-	u.onCQE = u.reaped
 	for i := range u.free {
 		u.free[i] = uint32(ops - 1 - i)
 	}
@@ -464,7 +462,7 @@ func (u *uring) reap() {
 	if err != nil {
 		u.drain(err)
 	} else {
-		u.r.reap(u.onCQE)
+		u.reapAll()
 	}
 	u.mu.Lock()
 	u.leave()
@@ -482,63 +480,152 @@ func (u *uring) leave() {
 	u.wake.Broadcast()
 }
 
-// reaped handles one CQE, in the reaper, without mu.
-func (u *uring) reaped(userData uint64, res int32) {
-	u.mu.Lock()
-	u.inKernel--
-	if userData == evData {
-		u.armed, u.kicked = false, false
-		u.mu.Unlock()
-		return
-	}
-	if userData == nopData {
-		u.nopQueued = false
-		u.mu.Unlock()
-		return
-	}
-	i := uint32(userData)
-	op := &u.ops[i]
-	op.state = opHeld
-	u.mu.Unlock()
-	// The op is ours until it is delivered or resubmitted: no one else
-	// touches an op in opHeld.
-	if f := op.q.x.faults; f != nil {
-		// The transfer happened; the fault rewrites what it reports.
-		if ft, ok := f.Inject(op.req.Op, op.req.Off+int64(op.done), len(op.req.Buf)-op.done); ok {
-			switch {
-			case ft.Err != 0:
-				res = -int32(ft.Err)
-			case ft.Short > 0 && res > int32(ft.Short):
-				res = int32(ft.Short)
-			}
-			if ft.Delay > 0 {
-				// Late: finish on a timer, so that neither the
-				// reaper nor any lock waits out the delay.
-				time.AfterFunc(ft.Delay, func() { u.finish(i, res, true) })
-				return
+// reapBatch is how many CQEs reapAll handles under each hold of mu.
+const reapBatch = 64
+
+// reapAll handles the CQEs there are, in the reaper's seat (or the
+// owner's), without mu, reapBatch at a time: one hold of mu counts a
+// batch off the kernel, one frees the slots of the requests it completes
+// and one counts those off their queues, around the sends to their Done
+// channels. Taking mu three times for each CQE, as it once did, made the
+// owner, which reaps for many goroutines, contend with every Submit.
+func (u *uring) reapAll() {
+	var buf [reapBatch]cqe
+	var fin [reapBatch]finished
+	for {
+		n := u.r.take(buf[:])
+		if n == 0 {
+			return
+		}
+		u.mu.Lock()
+		u.inKernel -= n
+		for _, c := range buf[:n] {
+			switch c.userData {
+			case evData:
+				u.armed, u.kicked = false, false
+			case nopData:
+				u.nopQueued = false
+			default:
+				u.ops[c.userData].state = opHeld
 			}
 		}
+		u.mu.Unlock()
+		// The ops are ours until delivered or resubmitted: no one else
+		// touches an op in opHeld.
+		k := 0
+		for _, c := range buf[:n] {
+			if c.userData == evData || c.userData == nopData {
+				continue
+			}
+			i := uint32(c.userData)
+			res, now := u.inject(i, c.res)
+			if !now {
+				continue
+			}
+			err, again := u.ops[i].outcome(res)
+			if again {
+				if err = u.resubmit(i); err == nil {
+					continue
+				}
+			}
+			fin[k] = finished{i, err}
+			k++
+		}
+		u.deliverAll(fin[:k])
+		if n < len(buf) {
+			return
+		}
 	}
-	u.finish(i, res, false)
+}
+
+// finished is a request reapAll completes, and its error.
+type finished struct {
+	i   uint32
+	err error
+}
+
+// inject has op i's fault, if its queue injects any, rewrite what the
+// kernel reported, res. A late fault finishes the op on a timer, so that
+// neither the reaper nor any lock waits out the delay: inject then
+// reports false, and the op is the timer's.
+func (u *uring) inject(i uint32, res int32) (int32, bool) {
+	op := &u.ops[i]
+	f := op.q.x.faults
+	if f == nil {
+		return res, true
+	}
+	// The transfer happened; the fault rewrites what it reports.
+	ft, ok := f.Inject(op.req.Op, op.req.Off+int64(op.done), len(op.req.Buf)-op.done)
+	if !ok {
+		return res, true
+	}
+	switch {
+	case ft.Err != 0:
+		res = -int32(ft.Err)
+	case ft.Short > 0 && res > int32(ft.Short):
+		res = int32(ft.Short)
+	}
+	if ft.Delay > 0 {
+		time.AfterFunc(ft.Delay, func() { u.finish(i, res, true) })
+		return 0, false
+	}
+	return res, true
 }
 
 // finish interprets the result of op i, which it owns: it resubmits the
 // rest of a short transfer or a retryable failure, and otherwise delivers
 // the Completion. late says it runs on a fault's timer, not in the reaper.
 func (u *uring) finish(i uint32, res int32, late bool) {
-	op := &u.ops[i]
-	err, again := op.outcome(res)
+	err, again := u.ops[i].outcome(res)
 	if again {
-		u.mu.Lock()
-		if err = u.err; err == nil {
-			err = u.start(i)
-		}
-		u.mu.Unlock()
-		if err == nil {
+		if err = u.resubmit(i); err == nil {
 			return
 		}
 	}
 	u.deliver(i, err, late)
+}
+
+// resubmit submits the rest of op i, which its caller owns, and reports
+// why it could not (the op is then still the caller's, to deliver).
+func (u *uring) resubmit(i uint32) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.err != nil {
+		return u.err
+	}
+	return u.start(i)
+}
+
+// deliverAll completes the ops of fin, as deliver does one, taking mu
+// twice for them all.
+func (u *uring) deliverAll(fin []finished) {
+	if len(fin) == 0 {
+		return
+	}
+	var out [reapBatch]struct {
+		c    Completion
+		done chan<- Completion
+		q    *uringQueue
+	}
+	u.mu.Lock()
+	for k, f := range fin {
+		op := &u.ops[f.i]
+		out[k].c = Completion{Token: op.req.Token, Op: op.req.Op, N: op.done, Err: f.err}
+		out[k].done, out[k].q = op.req.Done, op.q
+		*op = uringOp{} // drop the buffer reference
+		u.free = append(u.free, f.i)
+	}
+	u.mu.Unlock()
+	for k := range fin {
+		out[k].done <- out[k].c // Done has room by contract
+	}
+	u.mu.Lock()
+	for k := range fin {
+		out[k].q.pending--
+		out[k].q.checkDrained()
+	}
+	u.wake.Broadcast()
+	u.mu.Unlock()
 }
 
 // outcome reads one CQE's result for op: the error to complete it with,
