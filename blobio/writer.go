@@ -19,8 +19,8 @@ import (
 
 // Options configure a Writer or Reader. A nil *Options means defaults.
 type Options struct {
-	BufferSize  int             // bytes per buffer, and per Scanner read; default 64 KiB (DefaultScanRead for a Scanner), rounded up to the file's alignment
-	Buffers     int             // buffers per writer; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool
+	BufferSize  int             // bytes per buffer, and per Scanner read; default 64 KiB (DefaultScanRead for a Scanner), rounded up to the file's alignment; at most fileio.MaxBufferSize (256 MiB), else ErrInvalidOptions
+	Buffers     int             // buffers per writer; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool; at most fileio.MaxBuffers, and Buffers × BufferSize bytes the system maps, else ErrInvalidOptions
 	IO          fallback.Policy // default Auto
 	Compression Compression     // default None
 

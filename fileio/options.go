@@ -27,11 +27,13 @@ var (
 // Options configure a Writer or a Reader. A nil *Options means defaults.
 type Options struct {
 	// BufferSize is the size of a Writer's buffers, rounded up to the
-	// file's alignment; default 64 KiB.
+	// file's alignment; default 64 KiB, at most MaxBufferSize.
 	BufferSize int
 	// Buffers is how many buffers a Writer owns: by default, with
 	// O_DIRECT, two merged 512 KiB writes (16 of 64 KiB), one filling
 	// while the other is in flight; 4 through the page cache or a Pool.
+	// At most MaxBuffers; Create refuses Buffers × BufferSize bytes the
+	// system will not map (ENOMEM) with ErrInvalidOptions.
 	Buffers int
 	// IO chooses the I/O path (see package fallback); default Auto:
 	// O_DIRECT where the filesystem takes it, else the page cache.
@@ -80,6 +82,18 @@ type Options struct {
 	// every byte it acknowledged for a later Sync to write again.
 	Retry *RetryPolicy
 }
+
+// MaxBufferSize, 256 MiB, is the largest Options.BufferSize (and Pool
+// buffer size) Create, OpenAppend and Open take; a larger one gives
+// ErrInvalidOptions before any file is created. One buffer is one write,
+// which must fit an io_uring SQE's 32-bit length and Linux's MAX_RW_COUNT
+// (2 GiB less a page); 256 MiB is far below both, 4096 times the default
+// and the blob format's own limit, and a larger buffer buys no throughput.
+const MaxBufferSize = appender.MaxBufferSize
+
+// MaxBuffers, 32768, is the largest Options.Buffers: IORING_MAX_ENTRIES,
+// as a ring holds no more writes in flight than its queue has entries.
+const MaxBuffers = appender.MaxBuffers
 
 // RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
 // EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.

@@ -1,0 +1,45 @@
+package blobio_test
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/fileio"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// TestBufferLimits: a BufferSize over fileio.MaxBufferSize is refused by
+// Create, OpenAppend and Open (where it is a Scanner's read) with
+// ErrInvalidOptions naming the limit, before any file is touched.
+func TestBufferLimits(t *testing.T) {
+	dir := testenv.Dir(t)
+	path := filepath.Join(dir, "f.blob")
+	for _, size := range []int{fileio.MaxBufferSize + 1, 5 << 30, 1 << 40} {
+		o := &blobio.Options{BufferSize: size}
+		w, err := blobio.Create(path, o)
+		if err == nil {
+			w.Close()
+		}
+		require.ErrorIs(t, err, blobio.ErrInvalidOptions, "BufferSize %d", size)
+		assert.Contains(t, err.Error(), strconv.Itoa(fileio.MaxBufferSize), "the error names the limit")
+		testenv.RequireEmpty(t, dir)
+		_, err = blobio.OpenAppend(path, 0, o)
+		require.ErrorIs(t, err, blobio.ErrInvalidOptions)
+	}
+
+	w, err := blobio.Create(path, nil)
+	require.NoError(t, err)
+	_, err = w.WriteBlob([]byte("blob"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	_, err = blobio.Open(path, &blobio.Options{BufferSize: 1 << 40})
+	require.ErrorIs(t, err, blobio.ErrInvalidOptions, "a Scanner's read of 1 TiB")
+	r, err := blobio.Open(path, &blobio.Options{BufferSize: fileio.MaxBufferSize})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+}
