@@ -69,3 +69,30 @@ func TestRingOverMemory(t *testing.T) {
 	assert.Contains(t, err.Error(), "32768 buffers of 268435456 bytes")
 	testenv.RequireEmpty(t, dir)
 }
+
+// TestCreateRefusesSize: Options.Size is Open's (the logical size to read
+// up to); Create refuses a non-zero one rather than ignore it, and leaves
+// no file, while OpenAppend, whose size argument rules, ignores it.
+func TestCreateRefusesSize(t *testing.T) {
+	dir := testenv.Dir(t)
+	path := filepath.Join(dir, "f")
+	for _, size := range []int64{1, 4096, 1 << 30} {
+		w, err := fileio.Create(path, &fileio.Options{Size: size})
+		if err == nil {
+			w.Close()
+		}
+		require.ErrorIs(t, err, fileio.ErrInvalidOptions, "Size %d", size)
+		assert.Contains(t, err.Error(), "Size "+strconv.FormatInt(size, 10))
+		testenv.RequireEmpty(t, dir)
+	}
+
+	w, err := fileio.Create(path, nil)
+	require.NoError(t, err)
+	_, err = w.Write([]byte("0123456789"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	w, err = fileio.OpenAppend(path, 10, &fileio.Options{Size: 4})
+	require.NoError(t, err, "OpenAppend ignores Size")
+	assert.Equal(t, int64(10), w.Size())
+	require.NoError(t, w.Close())
+}

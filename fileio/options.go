@@ -44,7 +44,10 @@ type Options struct {
 	// Size, for Open only, makes the Reader read the file as if it were
 	// Size bytes long: the logical size a service recorded (from
 	// Writer.Synced) before a crash left an unspecified tail past it.
-	// 0 means the file's size.
+	// 0 means the file's size. Create refuses a non-zero Size with
+	// ErrInvalidOptions (a new file's size is what is written to it, and
+	// no preallocation or limit is implied); OpenAppend ignores it, as its
+	// size argument says where writing resumes.
 	Size int64
 
 	// ReadAhead, for Open only, is how far a Sequential reads ahead of
