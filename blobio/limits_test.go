@@ -3,6 +3,8 @@ package blobio_test
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,4 +44,20 @@ func TestBufferLimits(t *testing.T) {
 	r, err := blobio.Open(path, &blobio.Options{BufferSize: fileio.MaxBufferSize})
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
+}
+
+// TestRingOverMemory: a ring the system will not map (MaxBuffers of
+// MaxBufferSize, 8 TiB) fails at Create with ErrInvalidOptions and ENOMEM,
+// in blobio's words, and leaves no file.
+func TestRingOverMemory(t *testing.T) {
+	dir := testenv.Dir(t)
+	w, err := blobio.Create(filepath.Join(dir, "f.blob"), &blobio.Options{BufferSize: fileio.MaxBufferSize, Buffers: fileio.MaxBuffers})
+	if err == nil {
+		w.Close()
+		t.Skip("this system maps 8 TiB (vm.overcommit_memory=1?)")
+	}
+	require.ErrorIs(t, err, blobio.ErrInvalidOptions)
+	require.ErrorIs(t, err, syscall.ENOMEM)
+	assert.True(t, strings.HasPrefix(err.Error(), "blobio: invalid options: "), err.Error())
+	testenv.RequireEmpty(t, dir)
 }

@@ -2,6 +2,7 @@ package ephemeral_test
 
 import (
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,4 +26,19 @@ func TestBufferLimits(t *testing.T) {
 		assert.Contains(t, err.Error(), strconv.Itoa(fileio.MaxBufferSize), "the error names the limit")
 		testenv.RequireEmpty(t, dir)
 	}
+}
+
+// TestRingOverMemory: a ring the system will not map (MaxBuffers of
+// MaxBufferSize, 8 TiB) fails at Create with ErrInvalidOptions and ENOMEM
+// and leaves nothing.
+func TestRingOverMemory(t *testing.T) {
+	dir := testenv.Dir(t)
+	f, err := ephemeral.Create(dir, &ephemeral.Options{BufferSize: fileio.MaxBufferSize, Buffers: fileio.MaxBuffers})
+	if err == nil {
+		f.Close()
+		t.Skip("this system maps 8 TiB (vm.overcommit_memory=1?)")
+	}
+	require.ErrorIs(t, err, ephemeral.ErrInvalidOptions)
+	require.ErrorIs(t, err, syscall.ENOMEM)
+	testenv.RequireEmpty(t, dir)
 }
