@@ -103,13 +103,19 @@ func headerSum(n int, c Compression) (uint32, error) {
 	return crcSmall(0, h[:]), nil
 }
 
+// noSumHint ends the reason of every seal that fails. A file carries no
+// mark of the Checksum it was written with (Neon's format has no file
+// header to hold one), so a file written without it, read with it, fails
+// at every blob exactly as corruption does; the error says so.
+const noSumHint = " (or the file was written without Options.Checksum)"
+
 // unseal checks the seal of stored, a blob's stored bytes with
 // compression c, and returns them without it. A mismatch, or a blob too
 // short to hold a seal, is a *CorruptError at the blob (Off 0).
 func unseal(stored []byte, c Compression) ([]byte, error) {
 	k := sealSize(c)
 	if len(stored) < k {
-		return nil, &CorruptError{Reason: fmt.Sprintf("%d stored bytes cannot hold a %d-byte checksum", len(stored), k)}
+		return nil, &CorruptError{Reason: fmt.Sprintf("%d stored bytes cannot hold a %d-byte checksum", len(stored), k) + noSumHint}
 	}
 	body, got := stored[:len(stored)-crcSize], binary.BigEndian.Uint32(stored[len(stored)-crcSize:])
 	sum, err := headerSum(len(stored), c)
@@ -117,12 +123,12 @@ func unseal(stored []byte, c Compression) ([]byte, error) {
 		return nil, &CorruptError{Reason: "checksum: " + err.Error()}
 	}
 	if sum = crc32.Update(sum, castagnoli, body); sum != got {
-		return nil, &CorruptError{Reason: fmt.Sprintf("checksum mismatch: stored %#08x, computed %#08x", got, sum)}
+		return nil, &CorruptError{Reason: fmt.Sprintf("checksum mismatch: stored %#08x, computed %#08x", got, sum) + noSumHint}
 	}
 	if c == Zstd {
 		skip := body[len(body)-zstdSkipHeader:]
 		if binary.LittleEndian.Uint32(skip) != zstdSkippableMagic || binary.LittleEndian.Uint32(skip[4:]) != crcSize {
-			return nil, &CorruptError{Reason: "checksum: no skippable frame before the CRC"}
+			return nil, &CorruptError{Reason: "checksum: no skippable frame before the CRC" + noSumHint}
 		}
 		body = body[:len(body)-zstdSkipHeader]
 	}

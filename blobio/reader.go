@@ -139,11 +139,12 @@ type queueRef struct{ q direct.Queue }
 // it with io.ErrUnexpectedEOF, and a 0x00 byte there is an empty blob (as
 // in files written by Neon). A Size beyond the file's end means bytes the
 // service counted on are gone: Open fails with an error matching both
-// ErrInvalidOptions and io.ErrUnexpectedEOF. A negative Size or BufferSize
-// fails with ErrInvalidOptions.
+// ErrInvalidOptions and io.ErrUnexpectedEOF. A negative Size or BufferSize,
+// or a BufferSize (a Scanner's read) over fileio.MaxBufferSize, fails with
+// ErrInvalidOptions.
 func Open(path string, o *Options) (*Reader, error) {
-	if o != nil && (o.Size < 0 || o.BufferSize < 0) {
-		return nil, fmt.Errorf("%w: Size %d, BufferSize %d", ErrInvalidOptions, o.Size, o.BufferSize)
+	if o != nil && (o.Size < 0 || o.BufferSize < 0 || o.BufferSize > fileio.MaxBufferSize) {
+		return nil, fmt.Errorf("%w: Size %d, BufferSize %d (at most %d)", ErrInvalidOptions, o.Size, o.BufferSize, fileio.MaxBufferSize)
 	}
 	opts := o.withDefaults()
 	fr, err := fileio.Open(path, &fileio.Options{IO: opts.IO, Size: opts.Size, Faults: opts.Faults})

@@ -19,8 +19,8 @@ import (
 
 // Options configure a Writer or Reader. A nil *Options means defaults.
 type Options struct {
-	BufferSize  int             // bytes per buffer, and per Scanner read; default 64 KiB (DefaultScanRead for a Scanner), rounded up to the file's alignment
-	Buffers     int             // buffers per writer; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool
+	BufferSize  int             // bytes per buffer, and per Scanner read; default 64 KiB (DefaultScanRead for a Scanner), rounded up to the file's alignment; at most fileio.MaxBufferSize (256 MiB), else ErrInvalidOptions
+	Buffers     int             // buffers per writer; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool; at most fileio.MaxBuffers, and Buffers × BufferSize bytes the system maps, else ErrInvalidOptions
 	IO          fallback.Policy // default Auto
 	Compression Compression     // default None
 
@@ -72,8 +72,18 @@ type Options struct {
 	// Checksum makes a Writer end each blob with a CRC32C of its header
 	// and stored bytes, inside the blob (see Checksums in the package
 	// doc), and a Reader check it on every blob it returns: a mismatch
-	// is an error matching ErrCorrupt, never data. A file is read with
-	// the Checksum it was written with; OpenAppend must be given it too.
+	// is an error matching ErrCorrupt, never data.
+	//
+	// A file must be read (and given to OpenAppend) with the Checksum it
+	// was written with: the file does not record it (Neon's format has
+	// no file header), so no Reader can tell. Written with it and read
+	// without, an uncompressed blob comes back with its 4-byte CRC after
+	// the payload, and no error (a zstd blob still decodes to its
+	// payload). Written without it and read with it, every blob is an
+	// error matching ErrCorrupt whose message says the file may have
+	// been written without Checksum, but for a Scanner without Size over
+	// a file of one blob, which takes it for a torn tail: no blobs, Torn
+	// true, a nil Err.
 	Checksum bool
 }
 

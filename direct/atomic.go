@@ -1,5 +1,7 @@
 package direct
 
+import "sync/atomic"
+
 // Untorn writes. A write that a power cut interrupts can leave any mix of
 // old and new sectors in its range: a page or record rewritten in place
 // can tear. Linux 6.11 added untorn writes (RWF_ATOMIC with O_DIRECT):
@@ -30,3 +32,11 @@ func (l AtomicLimits) Supported() bool { return l.Max > 0 }
 func (l AtomicLimits) fits(n int, off int64) bool {
 	return n >= l.Min && n <= l.Max && n&(n-1) == 0 && off%int64(n) == 0
 }
+
+// atomicUnit holds a File's AtomicLimits once statx has reported them, so
+// that WriteAtomicAt asks the kernel once per File, not once per write.
+// The unit is the filesystem's and the device's (xfs's from its geometry
+// and max_atomic_write, ext4's from bigalloc and the device's atomic
+// write limits), fixed while the file is open. Only an answer is kept: a
+// statx that failed (EIO on a filesystem that shut down) is asked again.
+type atomicUnit struct{ lim atomic.Pointer[AtomicLimits] }

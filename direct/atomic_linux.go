@@ -13,23 +13,44 @@ import (
 // AtomicWrite returns the file's unit of untorn writes, read from statx
 // STATX_WRITE_ATOMIC: zero where the kernel (before 6.11), the filesystem
 // or the device offers none, and for a File over the page cache, which
-// this package never writes with RWF_ATOMIC.
+// this package never writes with RWF_ATOMIC. statx is asked once per File.
 func (f *File) AtomicWrite() AtomicLimits {
 	l, _ := f.atomicWrite()
 	return l
 }
 
+// statx is unix.Statx, a variable for a test to count the calls.
+var statx = unix.Statx
+
 // atomicWrite is AtomicWrite with statx's error: a file on a filesystem
 // that has shut down fails with EIO, which WriteAtomicAt must report as
-// it, not as untorn writes unsupported.
+// it, not as untorn writes unsupported. The limits are read once per File
+// (see atomicUnit); a closed File still fails with os.ErrClosed.
 func (f *File) atomicWrite() (AtomicLimits, error) {
 	if !f.direct {
 		return AtomicLimits{}, nil
 	}
+	if f.unit != nil {
+		if l := f.unit.lim.Load(); l != nil {
+			if f.rc.Control(func(uintptr) {}) != nil {
+				return AtomicLimits{}, os.ErrClosed
+			}
+			return *l, nil
+		}
+	}
+	l, err := f.statAtomicWrite()
+	if err == nil && f.unit != nil {
+		f.unit.lim.Store(&l)
+	}
+	return l, err
+}
+
+// statAtomicWrite asks the kernel for the file's unit of untorn writes.
+func (f *File) statAtomicWrite() (AtomicLimits, error) {
 	var st unix.Statx_t
 	var err error
 	cerr := f.rc.Control(func(fd uintptr) {
-		err = unix.Statx(int(fd), "", unix.AT_EMPTY_PATH, unix.STATX_WRITE_ATOMIC, &st)
+		err = statx(int(fd), "", unix.AT_EMPTY_PATH, unix.STATX_WRITE_ATOMIC, &st)
 	})
 	switch {
 	case cerr != nil:
@@ -51,9 +72,9 @@ func (f *File) atomicWrite() (AtomicLimits, error) {
 // error matches ErrUnaligned and nothing is written. Where the file has
 // no untorn writes the error matches errors.ErrUnsupported. A write is
 // never resumed: one cut short fails with io.ErrShortWrite (the kernel
-// writes an untorn write whole or fails it). It reads the unit with one
-// statx first; a caller writing many can check AtomicWrite once and keep
-// to it.
+// writes an untorn write whole or fails it). The unit is read with one
+// statx, on the File's first call of WriteAtomicAt or AtomicWrite, and
+// kept.
 func (f *File) WriteAtomicAt(p []byte, off int64) (int, error) {
 	const op = "pwritev2"
 	lim, err := f.atomicWrite()

@@ -18,6 +18,7 @@ import (
 type File struct {
 	xfer
 	source Source
+	unit   *atomicUnit // AtomicWrite's answer once statx gave it; shared by WithFaults' and WithWriteFlags' copies
 }
 
 // Open opens name with O_DIRECT added to flag, then discovers the file's
@@ -41,7 +42,7 @@ func Open(name string, flag int, perm os.FileMode) (*File, error) {
 		return nil, err
 	}
 	a, src := discover(f)
-	return &File{xfer: newXfer(f, a, true), source: src}, nil
+	return &File{xfer: newXfer(f, a, true), source: src, unit: new(atomicUnit)}, nil
 }
 
 // Buffered wraps f, opened without O_DIRECT, in a File over the page cache:

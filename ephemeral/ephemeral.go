@@ -29,8 +29,8 @@ var (
 
 // Options configure Create. A nil *Options means defaults.
 type Options struct {
-	BufferSize int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment
-	Buffers    int             // buffers per file; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool
+	BufferSize int             // bytes per buffer; default 64 KiB, rounded up to the file's alignment; at most fileio.MaxBufferSize (256 MiB), else ErrInvalidOptions
+	Buffers    int             // buffers per file; default with O_DIRECT: two merged 512 KiB writes, at least 4 (16 of 64 KiB); 4 through the page cache or a Pool; at most fileio.MaxBuffers, and Buffers × BufferSize bytes the system maps, else ErrInvalidOptions
 	IO         fallback.Policy // default Auto
 
 	// Pool, when set, supplies the write buffers, so that many files

@@ -57,8 +57,11 @@
 //	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, Context, Faults, Retry}
 //	RetryPolicy{Context, OnRetry, MinDelay, MaxDelay}
 //	ErrClosed (matches fs.ErrClosed), ErrInvalidOptions, ErrOffset
+//	MaxBufferSize (256 MiB), MaxBuffers (32768), DefaultReadAhead
 //
-// Errors: bad Options match ErrInvalidOptions and leave no file; a closed
+// Errors: bad Options (a buffer over MaxBufferSize, a ring the system will
+// not map, a Size given to Create) match ErrInvalidOptions and leave no
+// file; a closed
 // Writer, Reader or Sequential returns errors matching fs.ErrClosed; a
 // write or Sync failing with ENOSPC, EDQUOT or EIO keeps every byte Write
 // acknowledged, and the next Write, Sync or Close writes them again, so

@@ -27,11 +27,13 @@ var (
 // Options configure a Writer or a Reader. A nil *Options means defaults.
 type Options struct {
 	// BufferSize is the size of a Writer's buffers, rounded up to the
-	// file's alignment; default 64 KiB.
+	// file's alignment; default 64 KiB, at most MaxBufferSize.
 	BufferSize int
 	// Buffers is how many buffers a Writer owns: by default, with
 	// O_DIRECT, two merged 512 KiB writes (16 of 64 KiB), one filling
 	// while the other is in flight; 4 through the page cache or a Pool.
+	// At most MaxBuffers; Create refuses Buffers × BufferSize bytes the
+	// system will not map (ENOMEM) with ErrInvalidOptions.
 	Buffers int
 	// IO chooses the I/O path (see package fallback); default Auto:
 	// O_DIRECT where the filesystem takes it, else the page cache.
@@ -42,7 +44,10 @@ type Options struct {
 	// Size, for Open only, makes the Reader read the file as if it were
 	// Size bytes long: the logical size a service recorded (from
 	// Writer.Synced) before a crash left an unspecified tail past it.
-	// 0 means the file's size.
+	// 0 means the file's size. Create refuses a non-zero Size with
+	// ErrInvalidOptions (a new file's size is what is written to it, and
+	// no preallocation or limit is implied); OpenAppend ignores it, as its
+	// size argument says where writing resumes.
 	Size int64
 
 	// ReadAhead, for Open only, is how far a Sequential reads ahead of
@@ -80,6 +85,18 @@ type Options struct {
 	// every byte it acknowledged for a later Sync to write again.
 	Retry *RetryPolicy
 }
+
+// MaxBufferSize, 256 MiB, is the largest Options.BufferSize (and Pool
+// buffer size) Create, OpenAppend and Open take; a larger one gives
+// ErrInvalidOptions before any file is created. One buffer is one write,
+// which must fit an io_uring SQE's 32-bit length and Linux's MAX_RW_COUNT
+// (2 GiB less a page); 256 MiB is far below both, 4096 times the default
+// and the blob format's own limit, and a larger buffer buys no throughput.
+const MaxBufferSize = appender.MaxBufferSize
+
+// MaxBuffers, 32768, is the largest Options.Buffers: IORING_MAX_ENTRIES,
+// as a ring holds no more writes in flight than its queue has entries.
+const MaxBuffers = appender.MaxBuffers
 
 // RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
 // EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.

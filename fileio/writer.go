@@ -32,9 +32,9 @@ type Writer struct {
 // Create creates the file at path (failing if it exists) and returns a
 // Writer that appends to it. It fsyncs the directory (unless
 // Options.NoDirSync), so that the file outlives a power cut once a Sync
-// has returned. Options it refuses give
-// an error matching ErrInvalidOptions; a Create that fails leaves no
-// file.
+// has returned. Options it refuses (among them a non-zero Size, which is
+// Open's) give an error matching ErrInvalidOptions; a Create that fails
+// leaves no file.
 func Create(path string, o *Options) (*Writer, error) {
 	return create(path, o, syncDir)
 }
@@ -45,6 +45,9 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 	opts := o.get()
 	if err := opts.validate(); err != nil {
 		return nil, err
+	}
+	if opts.Size != 0 {
+		return nil, fmt.Errorf("%w: Size %d is for Open: a new file's size is what is written to it", ErrInvalidOptions, opts.Size)
 	}
 	f, err := open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts)
 	if err != nil {

@@ -253,8 +253,10 @@ func New(f File, o Options) (*Appender, error) {
 		// write faults a page in, and an idle writer holds no memory.
 		ap.slab, err = aligned.NewLazy(o.Buffers*o.BufferSize, max(a.Memory, direct.MinAlignment))
 		if err != nil {
+			// The only cause is memory: Buffers × BufferSize more than
+			// the system maps (ENOMEM), which other Options would fit.
 			ap.release()
-			return nil, err
+			return nil, &optionsError{reason: fmt.Sprintf("%d buffers of %d bytes", o.Buffers, o.BufferSize), err: err}
 		}
 		mem := ap.slab.Bytes()
 		for i := range o.Buffers {

@@ -17,6 +17,9 @@ import (
 // and a pool that does not fit the file are ErrInvalid, in words that name
 // no package, and WrapInvalid moves them under the caller's sentinel.
 func TestValidate(t *testing.T) {
+	huge, err := aligned.NewPool(2*MaxBufferSize, 4096, 2*MaxBufferSize) // maps nothing until Get
+	require.NoError(t, err)
+	defer huge.Close()
 	for _, o := range []Options{
 		{BufferSize: -4096},
 		{Buffers: -1},
@@ -24,6 +27,9 @@ func TestValidate(t *testing.T) {
 		{Buffers: 1 << 40, BufferSize: 1 << 40},
 		{Buffers: 1 << 20},
 		{Buffers: 1 << 15, BufferSize: math.MaxInt / 1024},
+		{BufferSize: MaxBufferSize + 1},
+		{BufferSize: 5 << 30, Buffers: 2}, // an SQE's length is 32 bits
+		{Pool: huge},
 	} {
 		err := o.Validate()
 		require.ErrorIs(t, err, ErrInvalid, "%+v", o)
@@ -31,6 +37,7 @@ func TestValidate(t *testing.T) {
 	}
 	require.NoError(t, Options{}.Validate())
 	require.NoError(t, Options{BufferSize: 100, Buffers: 3, MaxWrite: 1}.Validate(), "sizes are rounded, not refused")
+	require.NoError(t, Options{BufferSize: MaxBufferSize}.Validate())
 
 	f, _ := open(t, fallback.Auto)
 	defer f.Close()
@@ -42,7 +49,7 @@ func TestValidate(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid)
 		assert.NotContains(t, err.Error(), "appender")
 	}
-	_, err := New(f, Options{Buffers: -1})
+	_, err = New(f, Options{Buffers: -1})
 	require.ErrorIs(t, err, ErrInvalid)
 
 	mine := errors.New("pkg: invalid options")
