@@ -75,7 +75,10 @@ type Completion struct {
 //
 // A queue is cheap: the io_uring engine runs every queue of the process on
 // a few shared rings (see URingError), so a queue per open file costs no
-// ring, descriptor or goroutine; the pwrite engine runs Depth worker
+// ring and no goroutine of its own; while more goroutines wait on a ring
+// than GOMAXPROCS, one goroutine on a thread of its own submits and reaps
+// for them, and a queue whose requests it submits holds a duplicate of
+// its file's descriptor until Close. The pwrite engine runs Depth worker
 // goroutines. Close never hangs, whatever races it, and every request that
 // Submit accepted gets exactly one Completion, with its Token, on its
 // Done channel, also when the queue is closed or its ring breaks. A
@@ -87,8 +90,9 @@ type Queue interface {
 	Submit(r Request) error
 	// Await returns the next Completion from done, a request's Done
 	// channel, doing the engine's work while it waits: the io_uring engine
-	// reaps its ring in the caller's thread, so a completion wakes the
-	// goroutine that waits for it. Receive completions through Await, not
+	// reaps its ring in the caller's thread (or, while many wait, in the
+	// ring's owner thread), so a completion wakes the goroutine that waits
+	// for it. Receive completions through Await, not
 	// from the channel alone, which nothing may fill.
 	Await(done <-chan Completion) Completion
 	// Depth returns the most requests the queue runs at once.

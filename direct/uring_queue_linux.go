@@ -93,7 +93,9 @@ func (q *uringQueue) Engine() EngineKind { return EngineURing }
 // reaper) until then. It counts r under the ring's mutex and returns once
 // the kernel has taken r's SQE (see uring.flush), so a Submit refused
 // (closed queue, broken ring, closed file, failed submission) leaves
-// nothing counted that Close would wait for.
+// nothing counted that Close would wait for; or, while an owner submits
+// for the ring, once r's SQE is pushed for it, and a refusal of that SQE
+// is then r's Completion (see own).
 func (q *uringQueue) Submit(r Request) error {
 	if err := q.check(r); err != nil {
 		return err
