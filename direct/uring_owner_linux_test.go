@@ -2,6 +2,7 @@ package direct
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -393,5 +394,84 @@ func TestURingOwnerChurn(t *testing.T) {
 	assert.Positive(t, reads.Load())
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
+}
+
+// TestURingOwnerRefusalsBeside: goroutines whose own enters the kernel
+// sometimes refuses (batches, which submit themselves) run beside
+// goroutines that hand their Submits to the owner: a Submit that fails
+// has no Completion, one that succeeds has exactly one, and nothing is
+// left counted. (A handed-off push that kicked the owner once read the
+// result another's push had left while it released the ring's mutex.)
+func TestURingOwnerRefusalsBeside(t *testing.T) {
+	u := ownerRing(t)
+	q, _ := ownerFile(t, u, 'r', 64)
+	var n atomic.Uint32
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		if toSubmit > 0 && flags&ioringEnterGetEvents == 0 && n.Add(1)%7 == 0 {
+			return 0, syscall.ENOMEM
+		}
+		return u.r.enterKernel(toSubmit, minComplete, flags)
+	}
+	d := time.Second
+	if testing.Short() {
+		d = 200 * time.Millisecond
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan Completion, 4)
+			bufs := make([][]byte, 4)
+			for k := range bufs {
+				bufs[k] = make([]byte, 4096)
+			}
+			for !stop.Load() {
+				m := 1
+				if g%3 == 0 {
+					m = 4 // a batch: its own enter
+				}
+				rs := make([]Request, m)
+				for k := range rs {
+					rs[k] = Request{Op: OpRead, Buf: bufs[k], Off: int64(k) * 4096, Token: uint64(k), Done: done}
+				}
+				var got int
+				var err error
+				if m == 1 {
+					if err = q.Submit(rs[0]); err == nil {
+						got = 1
+					}
+				} else {
+					got, err = q.SubmitBatch(rs)
+				}
+				if err != nil && !errors.Is(err, syscall.ENOMEM) {
+					t.Errorf("Submit: %v", err)
+					return
+				}
+				for range got {
+					c := q.Await(done)
+					if c.Err != nil && !errors.Is(c.Err, syscall.ENOMEM) {
+						t.Errorf("Completion: %v", c.Err)
+						return
+					}
+				}
+				select {
+				case c := <-done:
+					t.Errorf("a Completion nobody was owed: %+v (Submit said %v)", c, err)
+					return
+				default:
+				}
+			}
+		}()
+	}
+	time.Sleep(d)
+	stop.Store(true)
+	wg.Wait()
+	require.NoError(t, q.Close())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Zero(t, q.pending)
 	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
 }

@@ -314,7 +314,6 @@ func (u *uring) push(fd uintptr) {
 	if handed {
 		// The owner submits it: kick it if it waits in the kernel.
 		op.handed = true
-		u.curErr = nil
 		if u.ownerIn && !u.kicked {
 			u.kicked = true
 			efd := u.efd
@@ -322,6 +321,9 @@ func (u *uring) push(fd uintptr) {
 			u.kick(efd)
 			u.mu.Lock()
 		}
+		// Set once mu is ours again: while it was released another
+		// push may have set curErr for its own start.
+		u.curErr = nil
 		return
 	}
 	gen, seq := u.gens[i], u.r.pushed()
