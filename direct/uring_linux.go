@@ -397,7 +397,6 @@ func (r *ring) ready() bool {
 	return atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead)
 }
 
-// reap calls f on every CQE available and releases them; it returns how
 // take copies up to len(buf) CQEs into buf, oldest first, and gives their
 // slots back to the kernel; it returns how many.
 func (r *ring) take(buf []cqe) int {
@@ -411,6 +410,7 @@ func (r *ring) take(buf []cqe) int {
 	return n
 }
 
+// reap calls f on every CQE available and releases them; it returns how
 // many it saw.
 func (r *ring) reap(f func(userData uint64, res int32)) int {
 	head := atomic.LoadUint32(r.cqHead)

@@ -58,8 +58,9 @@ import (
 // waits in the kernel (a system call gives it up only when sysmon takes
 // it, after 20 µs or more), so with GOMAXPROCS=1 the goroutines it woke
 // waited for it: 16 readers on the fast device ran 20,000-30,000 reads/s
-// against 33,000-49,000 without an owner. Test hooks that script the kernel's answers keep the seat with
-// the goroutines they follow, unless the test asks for an owner.
+// against 33,000-49,000 without an owner. Test hooks that script the
+// kernel's answers keep the seat with the goroutines they follow, unless
+// the test asks for an owner.
 func (u *uring) ownerWanted() bool {
 	if u.err != nil || u.efd < 0 {
 		return false
