@@ -36,6 +36,26 @@ func openFds(t *testing.T) int {
 	return len(ents)
 }
 
+// hammer runs fn(g, stop) in n goroutines for d (a fifth of it with
+// -short), then sets stop and waits for them.
+func hammer(d time.Duration, n int, fn func(g int, stop *atomic.Bool)) {
+	if testing.Short() {
+		d /= 5
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(g, &stop)
+		}()
+	}
+	time.Sleep(d)
+	stop.Store(true)
+	wg.Wait()
+}
+
 func ownerRing(t *testing.T) *uring {
 	t.Helper()
 	u, err := newURing()
@@ -372,23 +392,10 @@ func TestURingOwnerChurn(t *testing.T) {
 	u := ownerRing(t)
 	q, _ := ownerFile(t, u, 'c', 32)
 	q.x.faults = &churn{}
-	d := time.Second
-	if testing.Short() {
-		d = 200 * time.Millisecond
-	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
 	var reads atomic.Int64
-	for range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reads.Add(int64(readLoop(t, q, 'c', true, &stop)))
-		}()
-	}
-	time.Sleep(d)
-	stop.Store(true)
-	wg.Wait()
+	hammer(time.Second, 12, func(_ int, stop *atomic.Bool) {
+		reads.Add(int64(readLoop(t, q, 'c', true, stop)))
+	})
 	require.NoError(t, q.Close())
 	t.Logf("%d reads", reads.Load())
 	assert.Positive(t, reads.Load())
@@ -413,62 +420,49 @@ func TestURingOwnerRefusalsBeside(t *testing.T) {
 		}
 		return u.r.enterKernel(toSubmit, minComplete, flags)
 	}
-	d := time.Second
-	if testing.Short() {
-		d = 200 * time.Millisecond
-	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for g := range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			done := make(chan Completion, 4)
-			bufs := make([][]byte, 4)
-			for k := range bufs {
-				bufs[k] = make([]byte, 4096)
+	hammer(time.Second, 12, func(g int, stop *atomic.Bool) {
+		done := make(chan Completion, 4)
+		bufs := make([][]byte, 4)
+		for k := range bufs {
+			bufs[k] = make([]byte, 4096)
+		}
+		for !stop.Load() {
+			m := 1
+			if g%3 == 0 {
+				m = 4 // a batch: its own enter
 			}
-			for !stop.Load() {
-				m := 1
-				if g%3 == 0 {
-					m = 4 // a batch: its own enter
+			rs := make([]Request, m)
+			for k := range rs {
+				rs[k] = Request{Op: OpRead, Buf: bufs[k], Off: int64(k) * 4096, Token: uint64(k), Done: done}
+			}
+			var got int
+			var err error
+			if m == 1 {
+				if err = q.Submit(rs[0]); err == nil {
+					got = 1
 				}
-				rs := make([]Request, m)
-				for k := range rs {
-					rs[k] = Request{Op: OpRead, Buf: bufs[k], Off: int64(k) * 4096, Token: uint64(k), Done: done}
-				}
-				var got int
-				var err error
-				if m == 1 {
-					if err = q.Submit(rs[0]); err == nil {
-						got = 1
-					}
-				} else {
-					got, err = q.SubmitBatch(rs)
-				}
-				if err != nil && !errors.Is(err, syscall.ENOMEM) {
-					t.Errorf("Submit: %v", err)
+			} else {
+				got, err = q.SubmitBatch(rs)
+			}
+			if err != nil && !errors.Is(err, syscall.ENOMEM) {
+				t.Errorf("Submit: %v", err)
+				return
+			}
+			for range got {
+				c := q.Await(done)
+				if c.Err != nil && !errors.Is(c.Err, syscall.ENOMEM) {
+					t.Errorf("Completion: %v", c.Err)
 					return
 				}
-				for range got {
-					c := q.Await(done)
-					if c.Err != nil && !errors.Is(c.Err, syscall.ENOMEM) {
-						t.Errorf("Completion: %v", c.Err)
-						return
-					}
-				}
-				select {
-				case c := <-done:
-					t.Errorf("a Completion nobody was owed: %+v (Submit said %v)", c, err)
-					return
-				default:
-				}
 			}
-		}()
-	}
-	time.Sleep(d)
-	stop.Store(true)
-	wg.Wait()
+			select {
+			case c := <-done:
+				t.Errorf("a Completion nobody was owed: %+v (Submit said %v)", c, err)
+				return
+			default:
+			}
+		}
+	})
 	require.NoError(t, q.Close())
 	u.mu.Lock()
 	defer u.mu.Unlock()
