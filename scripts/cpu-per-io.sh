@@ -3,8 +3,9 @@
 # against fio's, measured by scripts/_cpuio: reads/s and CPU µs per read
 # (the whole process's rusage, fio's as our child's) for direct.Queue and
 # ReadBlob from 16 goroutines, ReadBlobs in batches of 64, one goroutine
-# (ReadBlob, pread, fio QD1), 64 KiB appends, and fio at QD16 on the same
-# 256 MiB file. Each REV (a git revision) is built too, beside the work
+# (ReadBlob, pread, fio QD1), 64 KiB appends, and fio on the same 256 MiB
+# file at QD16 and as 16 jobs at QD1 (the shape of 16 goroutines with one
+# read each). Each REV (a git revision) is built too, beside the work
 # tree, and every round runs every mode on every build in turn, so that
 # drift on a shared machine hits them alike; the medians come last.
 #
@@ -14,7 +15,7 @@ set -euo pipefail
 dir=${1:?usage: cpu-per-io.sh DIR [ROUNDS] [REV...]}
 rounds=${2:-3}
 shift $(( $# < 2 ? $# : 2 ))
-modes=${MODES:-fio queue readblob readblobs pread1 readblob1 fio1 append fioappend}
+modes=${MODES:-fio fiojobs queue readblob readblobs pread1 readblob1 fio1 append fioappend}
 command -v fio >/dev/null || { echo "cpu-per-io.sh: fio not found (apt-get install fio)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "$dir/dio-cpu.XXXXXX")

@@ -42,7 +42,7 @@ func self() time.Duration {
 }
 
 func main() {
-	mode := flag.String("mode", "queue", "setup|queue|readblob|readblob1|readblobs|pread|pread1|fio|fio1|append|fioappend")
+	mode := flag.String("mode", "queue", "setup|queue|readblob|readblob1|readblobs|pread|pread1|fio|fio1|fiojobs|append|fioappend")
 	summarize := flag.Bool("summarize", false, "read result lines on stdin and print the medians of each mode and tag")
 	path := flag.String("f", "", "file")
 	d := flag.Duration("d", 2*time.Second, "duration")
@@ -187,12 +187,19 @@ func main() {
 		}
 		stop()
 		rd.Close()
-	case "fio", "fio1":
-		if *mode == "fio1" {
-			*n = 1
+	case "fio", "fio1", "fiojobs":
+		// fiojobs is fio's picture of 16 goroutines with a read each:
+		// -n jobs (processes) at QD1, counted together.
+		depth, jobs := *n, 1
+		switch *mode {
+		case "fio1":
+			depth = 1
+		case "fiojobs":
+			depth, jobs = 1, *n
 		}
 		cmd := exec.Command("fio", "--name=r", "--filename="+*path, "--readonly", "--ioengine=io_uring", "--direct=1",
-			"--rw=randread", "--norandommap", "--randrepeat=0", "--bs=4k", "--iodepth="+strconv.Itoa(*n),
+			"--rw=randread", "--norandommap", "--randrepeat=0", "--bs=4k", "--iodepth="+strconv.Itoa(depth),
+			"--numjobs="+strconv.Itoa(jobs), "--group_reporting",
 			"--size=256m", "--time_based", "--runtime="+strconv.FormatInt(d.Milliseconds(), 10)+"ms", "--output-format=json")
 		out, err := cmd.Output()
 		must(err)
