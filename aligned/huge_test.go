@@ -18,7 +18,8 @@ import (
 // TestHugeSizes: a size no system maps (1 PiB, or the largest aligned int)
 // fails at New with an error naming the size and matching ENOMEM, never a
 // panic or a short buffer; a Pool of such buffers is made (it maps nothing
-// up front) and its Get fails the same way, giving its budget back.
+// up front) and its Get fails the same way, giving its budget back and
+// leaving no buffer counted as ever in use.
 func TestHugeSizes(t *testing.T) {
 	const pib = 1 << 50
 	for _, c := range []struct{ size, align int }{
@@ -42,4 +43,5 @@ func TestHugeSizes(t *testing.T) {
 	st := p.Stats()
 	assert.Equal(t, 0, st.InUse)
 	assert.Equal(t, 0, st.Allocated)
+	assert.Equal(t, 0, st.HighWater)
 }

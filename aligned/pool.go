@@ -102,20 +102,24 @@ func (p *Pool) take() (*Buffer, error) {
 		p.allocated++ // counted before the allocation so Close sees it
 	}
 	p.inUse++
-	p.highWater = max(p.highWater, p.inUse)
-	p.mu.Unlock()
 	if b != nil {
+		p.highWater = max(p.highWater, p.inUse)
+		p.mu.Unlock()
 		b.idle = false
 		return b, nil
 	}
+	p.mu.Unlock()
 	b, err := New(p.size, p.align)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err != nil {
-		p.mu.Lock()
 		p.allocated--
 		p.inUse--
-		p.mu.Unlock()
 		return nil, err
 	}
+	// Counted once the buffer is held: a Get that failed to allocate
+	// never had one in use.
+	p.highWater = max(p.highWater, p.inUse)
 	b.pool = p
 	return b, nil
 }
