@@ -5,7 +5,9 @@
 # ReadBlob from 16 goroutines, ReadBlobs in batches of 64, one goroutine
 # (ReadBlob, pread, fio QD1), 64 KiB appends, and fio on the same 256 MiB
 # file at QD16 and as 16 jobs at QD1 (the shape of 16 goroutines with one
-# read each). Each REV (a git revision) is built too, beside the work
+# read each), and fio's own shape on a direct.Queue: one goroutine keeping
+# 16 reads in flight (queuedepth; queuedepth1 resubmits each read alone,
+# not batched: add it with MODES). Each REV (a git revision) is built too, beside the work
 # tree, and every round runs every mode on every build in turn, so that
 # drift on a shared machine hits them alike; the medians come last.
 #
@@ -15,7 +17,7 @@ set -euo pipefail
 dir=${1:?usage: cpu-per-io.sh DIR [ROUNDS] [REV...]}
 rounds=${2:-3}
 shift $(( $# < 2 ? $# : 2 ))
-modes=${MODES:-fio fiojobs queue readblob readblobs pread1 readblob1 fio1 append fioappend}
+modes=${MODES:-fio fiojobs queue queuedepth readblob readblobs pread1 readblob1 fio1 append fioappend}
 command -v fio >/dev/null || { echo "cpu-per-io.sh: fio not found (apt-get install fio)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "$dir/dio-cpu.XXXXXX")

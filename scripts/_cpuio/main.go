@@ -42,7 +42,7 @@ func self() time.Duration {
 }
 
 func main() {
-	mode := flag.String("mode", "queue", "setup|queue|readblob|readblob1|readblobs|pread|pread1|fio|fio1|fiojobs|append|fioappend")
+	mode := flag.String("mode", "queue", "setup|queue|queuedepth|queuedepth1|readblob|readblob1|readblobs|pread|pread1|fio|fio1|fiojobs|append|fioappend")
 	summarize := flag.Bool("summarize", false, "read result lines on stdin and print the medians of each mode and tag")
 	path := flag.String("f", "", "file")
 	d := flag.Duration("d", 2*time.Second, "duration")
@@ -105,6 +105,53 @@ func main() {
 			}()
 		}
 		wg.Wait()
+		stop()
+		q.Close()
+		f.Close()
+	case "queuedepth", "queuedepth1":
+		// fio's shape on a Queue: one goroutine keeps -n reads in
+		// flight, resubmitting as they complete: queuedepth1 each
+		// read as Await returns it, queuedepth (as fio does) every
+		// completion already delivered together, in one SubmitBatch.
+		f, err := direct.Open(*path, os.O_RDONLY, 0)
+		must(err)
+		q, err := f.NewQueue(&direct.QueueOptions{Depth: *n})
+		must(err)
+		done := make(chan direct.Completion, *n)
+		bufs := make([][]byte, *n)
+		r := rand.New(rand.NewPCG(9, 1))
+		submit := func(k int) {
+			must(q.Submit(direct.Request{Op: direct.OpRead, Buf: bufs[k], Off: r.Int64N(nblobs) * 4096, Token: uint64(k), Done: done}))
+		}
+		start()
+		for k := range bufs {
+			bufs[k] = alignedBuf(4096)
+			submit(k)
+		}
+		batch := make([]direct.Request, 0, *n)
+		for inflight := *n; inflight > 0; {
+			c := q.Await(done)
+			batch = batch[:0]
+			for more := true; more; {
+				must(c.Err)
+				ops.Add(1)
+				k := int(c.Token)
+				batch = append(batch, direct.Request{Op: direct.OpRead, Buf: bufs[k], Off: r.Int64N(nblobs) * 4096, Token: uint64(k), Done: done})
+				if more = *mode == "queuedepth"; more {
+					select {
+					case c = <-done:
+					default:
+						more = false
+					}
+				}
+			}
+			if deadline() {
+				inflight -= len(batch)
+				continue
+			}
+			_, err := direct.SubmitBatch(q, batch)
+			must(err)
+		}
 		stop()
 		q.Close()
 		f.Close()
