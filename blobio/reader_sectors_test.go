@@ -2,6 +2,8 @@ package blobio_test
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -18,7 +20,9 @@ import (
 // failing every read that covers it), ReadBlob fails with EIO and a
 // *direct.SectorError naming the run only for the blobs that reach into
 // it and returns every other; ReadBlobs fails at such a blob, and over
-// the other offsets succeeds, though its merged reads cover the run.
+// the other offsets succeeds, though its merged reads cover the run; a
+// Scanner yields every blob before the run and fails at the first that
+// reaches into it, and one started past the run reads on to the end.
 func TestLatentSectors(t *testing.T) {
 	path, blobs, offs := randomFile(t, 7, 400, blobio.None)
 	k := len(offs) / 2
@@ -69,6 +73,31 @@ func TestLatentSectors(t *testing.T) {
 				return nil
 			}))
 			assert.Equal(t, len(good), n)
+
+			// The Scanner yields every blob before the first the run
+			// concerns, then fails there naming the run; one started
+			// past the run scans the rest.
+			first := slices.IndexFunc(offs, func(o int64) bool { return concerns(indexOf(offs, o)) })
+			gotOffs, gotBlobs, err := scanAll(t, r)
+			require.ErrorIs(t, err, syscall.EIO, "the scan reaches the bad run")
+			var se *direct.SectorError
+			require.ErrorAs(t, err, &se)
+			assert.True(t, se.Off >= badOff && se.Off+int64(se.Len) <= badOff+badLen, "the error names the bad run: %v", err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("blob at %d", offs[first]))
+			require.Equal(t, offs[:first], gotOffs, "every blob before the run, in order")
+			for i := range gotBlobs {
+				require.Equal(t, string(blobs[i]), gotBlobs[i], "blob %d", i)
+			}
+			after := slices.IndexFunc(offs, func(o int64) bool { return o >= badOff+badLen })
+			sc := blobio.NewScannerAt(r, offs[after])
+			k := after
+			for sc.Scan() {
+				require.Equal(t, offs[k], sc.Offset())
+				require.True(t, bytes.Equal(blobs[k], sc.Bytes()), "blob %d", k)
+				k++
+			}
+			require.NoError(t, sc.Err(), "past the run")
+			assert.Equal(t, len(offs), k)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/readbuf"
 )
 
 // A Scanner walks every blob of a file in order, like bufio.Scanner walks
@@ -206,6 +207,19 @@ func (s *Scanner) advance() error {
 		return fmt.Errorf("blobio: scanning at %d: file ends at %d: %w", s.curOff+int64(s.curLen), s.size, io.ErrUnexpectedEOF)
 	}
 	c := s.await(i)
+	if s.ra == nil && readbuf.UnsplitEIO(c.Err) {
+		// Read the window again sector by sector, as ReadBlob does: an
+		// EIO that passes costs nothing. Before a latent sector error
+		// the window keeps the bytes read and the scan parses their
+		// blobs; the read after them starts at the bad sectors and
+		// fails, ending the scan at the blob that reaches into them
+		// with an error naming them (a *direct.SectorError).
+		n, err := s.r.f.ReadAt(s.bufs[i].Bytes(), s.readOff[i])
+		if n > 0 && err != io.EOF {
+			err = nil
+		}
+		c.N, c.Err = n, err
+	}
 	if c.Err != nil && c.Err != io.EOF {
 		return c.Err
 	}

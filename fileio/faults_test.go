@@ -108,9 +108,9 @@ func TestTransientFaults(t *testing.T) {
 
 // TestReadFaults: a read that fails with EIO is read again sector by
 // sector, so an EIO that passes costs nothing and a bad sector reaches
-// the caller of ReadAt named, with the bytes before it; an EIO reaches
-// the reader of a Sequential, and the next read, the fault gone,
-// succeeds; transient read faults (EINTR, short reads) are hidden.
+// the caller of ReadAt named, with the bytes before it; a Sequential's
+// reads do the same; transient read faults (EINTR, short reads) are
+// hidden.
 func TestReadFaults(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
@@ -159,20 +159,45 @@ func TestReadFaults(t *testing.T) {
 	require.Equal(t, 53248-4096, n, "the bytes before the bad sector")
 	require.Equal(t, want[4096:53248], big[:n])
 
+	// A Sequential's windows are read again sector by sector too: an EIO
+	// that passes is hidden, a bad sector reaches the reader after the
+	// bytes before it, named, at every try, and the bytes after it can
+	// be read from a position past it.
 	plan = eioOnce(2)
 	r2, err := fileio.Open(path, &fileio.Options{Faults: plan})
 	require.NoError(t, err)
 	defer r2.Close()
 	s, err := r2.NewSequential(0)
 	require.NoError(t, err)
-	_, err = io.Copy(io.Discard, s)
-	require.ErrorIs(t, err, syscall.EIO, "a read-ahead's error reaches the reader")
 	var got bytes.Buffer
-	_, err = s.Seek(0, io.SeekStart)
+	_, err = io.Copy(&got, s)
+	require.NoError(t, err, "a read-ahead's EIO that passes on the retry")
+	require.True(t, bytes.Equal(want, got.Bytes()))
+	require.Equal(t, 1, plan.Injected()["EIO"])
+	require.NoError(t, s.Close())
+
+	s, err = rb.NewSequential(0)
+	require.NoError(t, err)
+	for try := range 2 {
+		got.Reset()
+		_, err = s.Seek(0, io.SeekStart)
+		require.NoError(t, err)
+		_, err = io.Copy(&got, s)
+		require.ErrorIs(t, err, syscall.EIO, "try %d: the bad sector reaches the reader", try)
+		require.ErrorAs(t, err, &se)
+		assert.True(t, se.Off >= 53248 && se.Off+int64(se.Len) <= 53248+4096, "names the bad sector: %v", err)
+		require.True(t, bytes.Equal(want[:53248], got.Bytes()), "try %d: every byte before it, and no other (%d bytes)", try, got.Len())
+	}
+	n, err = s.ReadAt(p, 50_000)
+	require.ErrorIs(t, err, syscall.EIO, "ReadAt through the read-ahead")
+	require.Equal(t, 53248-50_000, n, "the bytes before the bad sector")
+	require.Equal(t, want[50_000:53248], p[:n])
+	got.Reset()
+	_, err = s.Seek(53248+4096, io.SeekStart)
 	require.NoError(t, err)
 	_, err = io.Copy(&got, s)
-	require.NoError(t, err, "the read-ahead starts again after an error")
-	require.True(t, bytes.Equal(want, got.Bytes()))
+	require.NoError(t, err, "past the bad sector")
+	require.True(t, bytes.Equal(want[53248+4096:], got.Bytes()))
 	require.NoError(t, s.Close())
 
 	plan = faults.NewPlan(faults.Transient(direct.OpRead, 5, syscall.EINTR), faults.Short(direct.OpRead, 5, 4096))

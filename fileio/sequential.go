@@ -36,6 +36,11 @@ const (
 // read ahead, is served from the window; any other runs as the Reader's
 // ReadAt, leaving the window where it is.
 //
+// A read that fails with EIO is read again sector by sector, as the
+// Reader's ReadAt does: the caller gets every byte before a bad sector,
+// then an error naming it (a *direct.SectorError); a later call tries
+// again, and a Seek past the sector reads on.
+//
 // A Sequential is safe for concurrent use, but its calls run one at a
 // time: concurrent readers of one file share the Reader. Close releases
 // its buffers (2.5 MiB by default); closing the Reader closes it too.
@@ -256,12 +261,21 @@ func (s *Sequential) next(off int64) ([]byte, error) {
 		if w.inflight {
 			s.await(w)
 		}
-		if w.err != nil {
-			err := fmt.Errorf("fileio: reading %s at %d: %w", s.r.path, w.off, w.err)
+		if readbuf.UnsplitEIO(w.err) {
+			// Read the window again sector by sector, as the Reader's
+			// ReadAt does: an EIO that passes costs nothing, and a
+			// latent sector error leaves the window the bytes before
+			// the bad sectors and an error naming them (a
+			// *direct.SectorError), reported once those are read.
+			w.n, w.err = readbuf.EndOK(s.r.f.ReadAt(w.buf[:w.want], w.off))
+		}
+		end := w.off + int64(w.n)
+		if w.err != nil && off >= end {
+			// Past the bytes before bad sectors, if any (see await).
+			err := fmt.Errorf("fileio: reading %s at %d: %w", s.r.path, end, w.err)
 			s.drain() // the next call tries again
 			return nil, err
 		}
-		end := w.off + int64(w.n)
 		if off < end {
 			b := w.buf[off-w.off : w.n]
 			if lim := s.r.size - off; int64(len(b)) > lim {
