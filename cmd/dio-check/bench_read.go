@@ -55,7 +55,7 @@ func readEngines() []string {
 // readRow is one row of the read table.
 type readRow struct {
 	reader  string // ingest.ReadBlob, ingest.ReadBlobs, ingest.Pread or fioReadReader
-	readers int    // goroutines, or fio's queue depth
+	readers int    // goroutines, or fio's queue depth (fioJobsEngine: its jobs, at QD1)
 	batch   int
 	engine  string
 }
@@ -79,6 +79,11 @@ func readRows(withFio bool) []readRow {
 	if withFio {
 		for _, qd := range fioReadDepths {
 			rows = append(rows, readRow{fioReadReader, qd, 0, fioReadEngine}, readRow{fioReadReader, qd, 0, fioSpanEngine})
+		}
+		for _, n := range readReaders {
+			if n > 1 {
+				rows = append(rows, readRow{fioReadReader, n, 0, fioJobsEngine})
+			}
 		}
 	}
 	return rows
@@ -178,8 +183,11 @@ func (r readRow) label() string {
 	case ingest.ReadBlobs:
 		return fmt.Sprintf("ReadBlobs(%d), %s", r.batch, r.engine)
 	case fioReadReader:
-		if r.engine == fioSpanEngine {
+		switch r.engine {
+		case fioSpanEngine:
 			return fmt.Sprintf("%s QD%d, blob spans", fioReadReader, r.readers)
+		case fioJobsEngine:
+			return fmt.Sprintf("%s, %d jobs at QD1", fioReadReader, r.readers)
 		}
 		return fmt.Sprintf("%s QD%d", fioReadReader, r.readers)
 	}
@@ -202,10 +210,15 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		}
 		var sizing []string
 		res.ValueSize = fioReadBlock
-		if row.engine == fioSpanEngine {
+		qd := row.readers
+		switch row.engine {
+		case fioSpanEngine:
 			sizing, res.ValueSize = b.spans, b.spanMean
+		case fioJobsEngine:
+			qd = 1
+			sizing = []string{"--bs=" + strconv.Itoa(fioReadBlock), "--numjobs=" + strconv.Itoa(row.readers), "--group_reporting"}
 		}
-		fr, err := runFioRead(path, st.Size(), row.readers, b.duration, b.tmp, sizing...)
+		fr, err := runFioRead(path, st.Size(), qd, b.duration, b.tmp, sizing...)
 		if err != nil {
 			return res, err
 		}
@@ -250,7 +263,7 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 	fmt.Fprintf(w, "(the file is dropped from the page cache before every row, std-fs's too, and read whole into it for %s;\n", cachedEngine)
 	fmt.Fprintf(w, "page cache: what the row left there, where std-fs's read-ahead shows)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× spans\t× pread\tCPU µs/read\t× fio CPU\tpage cache\t")
+	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× spans\t× jobs\t× pread\tCPU µs/read\t× fio CPU\tpage cache\t")
 	median := func(row readRow) (float64, float64, int64, bool) {
 		var rs, ms []float64
 		var pc int64
@@ -288,13 +301,20 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 			reader = fmt.Sprintf("ReadBlobs(%d)", row.batch)
 		case fioReadReader:
 			readers, cached = "QD"+readers, "-"
+			if row.engine == fioJobsEngine {
+				readers = readers[len("QD"):] + "×QD1"
+			}
 		}
 		fioRow := readRow{fioReadReader, qd, 0, fioReadEngine}
 		fio, _, _, _ := median(fioRow)
 		spans, _, _, _ := median(readRow{fioReadReader, qd, 0, fioSpanEngine})
 		pread, _, _, _ := median(readRow{ingest.Pread, goroutines, 0, preadEngine})
+		var jobs float64
+		if row.reader != ingest.ReadBlobs {
+			jobs, _, _, _ = median(readRow{fioReadReader, goroutines, 0, fioJobsEngine})
+		}
 		cpu := cpuMedian(row)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", reader, readers, row.engine, rs, ms, ratio(rs, fio), ratio(rs, spans), ratio(rs, pread),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", reader, readers, row.engine, rs, ms, ratio(rs, fio), ratio(rs, spans), ratio(rs, jobs), ratio(rs, pread),
 			cpuCell(cpu), ratio(cpu, cpuMedian(fioRow)), cached)
 	}
 	tw.Flush()
@@ -303,6 +323,9 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 	fmt.Fprintf(w, "(fio: %d-byte reads, --rw=randread --direct=1 --ioengine=io_uring); pread reads each blob's aligned span.\n", fioReadBlock)
 	fmt.Fprintf(w, "CPU µs/read: the whole process's user+system time per read (io_uring's io-wq workers included), fio's counted\n")
 	fmt.Fprintf(w, "the same way, as our child's rusage; × fio CPU: against fio at the same queue depth, in %d-byte reads.\n", fioReadBlock)
+	n := readReaders[len(readReaders)-1]
+	fmt.Fprintf(w, "× jobs: against fio as %d jobs at QD1 (%d×QD1), the shape of %d goroutines with a read each, which some devices\n", n, n, n)
+	fmt.Fprintf(w, "serve much slower than one submitter at QD%d, whoever submits; its × fio is against fio QD%d.\n", n, n)
 	if b.spans != nil {
 		fmt.Fprintf(w, "× spans: against fio reading what the Reader reads, each blob's aligned span (%s, mean %d bytes).\n", strings.Join(b.spans, " "), b.spanMean)
 	}

@@ -103,18 +103,23 @@ func TestBenchReadTable(t *testing.T) {
 	require.Positive(t, i, out)
 	assert.Greater(t, i, strings.Index(out, "In Neon's layout"), "the read table comes after the ingest tables")
 	reads := out[i:]
-	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× spans +× pread +CPU µs/read +× fio CPU +page cache\n`, reads)
+	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× spans +× jobs +× pread +CPU µs/read +× fio CPU +page cache\n`, reads)
 	assert.Regexp(t, `ReadBlob +16 +std-fs +\d+ +\d+\.\d `, reads)
 	assert.Regexp(t, `ReadBlob +1 +std-fs\+cached +\d+ `, reads)
 	if !testenv.RejectsDirect() {
-		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +\d+\.\d\d +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row; CPU per read")
-		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +1\.00 +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads)
+		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +(\d+\.\d\d|-) +\d+\.\d\d +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row; CPU per read")
+		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +(\d+\.\d\d|-) +1\.00 +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads)
 	}
 	if haveFio() && !testenv.RejectsDirect() {
 		for _, qd := range fioReadDepths {
-			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring +\d+ +\d+\.\d +1\.00 +\S+ +\S+ +\d+\.\d +1\.00 `, reads, "fio's CPU, as our child's")
+			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring +\d+ +\d+\.\d +1\.00 +\S+ +\S+ +\S+ +\d+\.\d +1\.00 `, reads, "fio's CPU, as our child's")
 			assert.Regexp(t, `fio randread +QD`+strconv.Itoa(qd)+` +fio io_uring spans +\d+ +\d+\.\d +\d+\.\d\d +1\.00 `, reads)
 		}
+		// fio as 16 jobs at QD1, against fio QD16, its own × jobs 1.00,
+		// and ReadBlob ×16 against it.
+		assert.Regexp(t, `fio randread +16×QD1 +fio io_uring jobs +\d+ +\d+\.\d +\d+\.\d\d +\d+\.\d\d +1\.00 +\d+\.\d\d +\d+\.\d +\d+\.\d\d +- *\n`, reads)
+		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +\d+\.\d\d +\d+\.\d\d +\d+\.\d\d +\d+\.\d\d `, reads)
+		assert.Contains(t, reads, "× jobs: against fio as 16 jobs at QD1")
 		assert.Regexp(t, `× spans: against fio reading what the Reader reads, each blob's aligned span \(--bssplit=\d+/\d+(:\d+/\d+)* --blockalign=\d+, mean \d+ bytes\)`, reads)
 	}
 	if !ingest.HasReadBlobs() {

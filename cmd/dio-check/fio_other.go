@@ -10,6 +10,7 @@ import (
 const (
 	fioEngine     = "fio io_uring QD4"
 	fioReadEngine = "fio io_uring"
+	fioJobsEngine = "fio io_uring jobs"
 	fioReadBlock  = 4096
 )
 
