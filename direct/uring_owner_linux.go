@@ -109,10 +109,18 @@ func (u *uring) ownTurn(retries *int, idle *bool) bool {
 		return false
 	}
 	pend := u.r.sqLocalTail - atomic.LoadUint32(u.r.sqHead)
+	// What others pushed: not the owner's own read, still pushed after an
+	// enter that consumed none of what it offered (EAGAIN), which only a
+	// kick completes. Counting it as work sent the owner into the kernel
+	// with nothing due, for good, holding smu for reading.
+	work := pend
+	if u.armed && !u.r.consumed(u.armSeq) {
+		work--
+	}
 	// With nothing in the kernel the owner waits only for its eventfd
 	// read, for ownerLinger, and only if the kernel can time it out.
-	linger := pend == 0 && u.due() <= 0
-	if pend == 0 && !u.ownerWanted() || linger && (*idle || !u.r.extArg || u.r.testEnter != nil) {
+	linger := work == 0 && u.due() <= 0
+	if work == 0 && !u.ownerWanted() || linger && (*idle || !u.r.extArg || u.r.testEnter != nil) {
 		u.ownerOn = false
 		u.leave()
 		u.mu.Unlock()
