@@ -115,3 +115,112 @@ func TestURingOwnerReadSeqWraps(t *testing.T) {
 	assert.True(t, left, "the owner waits in the kernel for its own read")
 	require.NoError(t, q.Close())
 }
+
+// firstShortLate makes the first read at offset 0 short and late, so that
+// a fault's timer resubmits the rest of it.
+type firstShortLate struct{ fired atomic.Bool }
+
+func (f *firstShortLate) Inject(op Op, off int64, n int) (Fault, bool) {
+	if op == OpRead && off == 0 && n == 4096 && f.fired.CompareAndSwap(false, true) {
+		return Fault{Short: 512, Delay: 100 * time.Millisecond}, true
+	}
+	return Fault{}, false
+}
+
+// TestURingOwnerResubmitNotHanded: a request handed to the owner and cut
+// short is resubmitted by its submitter (here a late fault's timer), with
+// the file's descriptor. Its SQE is no longer the owner's: when another
+// submitter's refused enter withdraws it, the refusal goes to the
+// resubmitter, as for any SQE it pushed. While the op still said handed,
+// the withdraw completed it instead, and the resubmitter, finding its
+// SQE neither consumed nor refused, entered the kernel with nothing to
+// submit until it gave up (maxRetries) and withdrew what others had
+// pushed meanwhile as "submission not consumed".
+func TestURingOwnerResubmitNotHanded(t *testing.T) {
+	u := ownerRing(t)
+	q, _ := ownerFile(t, u, 'h', 8)
+	q.x.faults = &firstShortLate{}
+	var hold, phase atomic.Bool
+	var inC atomic.Bool
+	var calls, empty atomic.Int32
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		for flags&ioringEnterGetEvents != 0 && hold.Load() {
+			time.Sleep(100 * time.Microsecond) // the owner, held in its enter
+		}
+		if flags&ioringEnterGetEvents == 0 && phase.Load() {
+			if toSubmit == 0 {
+				empty.Add(1)
+			} else {
+				switch calls.Add(1) {
+				case 1: // C: holds smu for reading until the resubmission is pushed
+					inC.Store(true)
+					for {
+						u.mu.Lock()
+						pushed := u.r.sqLocalTail - atomic.LoadUint32(u.r.sqHead)
+						u.mu.Unlock()
+						if pushed >= 3 { // C's, W's, and the resubmission
+							break
+						}
+						time.Sleep(100 * time.Microsecond)
+					}
+					time.Sleep(20 * time.Millisecond) // the resubmitter waits behind W
+				case 2: // W: refused
+					return 0, syscall.ENOMEM
+				}
+			}
+		}
+		return u.r.enterKernel(toSubmit, minComplete, flags)
+	}
+
+	// An owner, held in its first enter, so that X is handed to it.
+	hold.Store(true)
+	doneA, doneX := make(chan Completion, 1), make(chan Completion, 2)
+	require.NoError(t, q.Submit(Request{Op: OpRead, Buf: make([]byte, 4096), Off: 4096, Token: 1, Done: doneA}))
+	awaitedA := make(chan Completion, 1)
+	go func() { awaitedA <- q.Await(doneA) }()
+	require.Eventually(t, func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.ownerIn
+	}, 2*time.Second, 100*time.Microsecond, "no owner")
+	require.NoError(t, q.Submit(Request{Op: OpRead, Buf: make([]byte, 4096), Token: 2, Done: doneX}))
+	u.mu.Lock()
+	handed := false
+	for i := range u.ops {
+		if u.ops[i].req.Token == 2 && u.ops[i].handed {
+			handed = true
+		}
+	}
+	u.mu.Unlock()
+	require.True(t, handed, "X was not handed to the owner")
+	hold.Store(false)
+	require.NoError(t, (<-awaitedA).Err)
+
+	// X is reaped short; its rest is resubmitted 100 ms later, while C
+	// holds smu for reading and W, refused, waits to withdraw.
+	phase.Store(true)
+	doneC, doneW := make(chan Completion, 1), make(chan Completion, 1)
+	cErr := make(chan error, 1)
+	go func() {
+		_, err := q.SubmitBatch([]Request{{Op: OpRead, Buf: make([]byte, 4096), Off: 8192, Token: 3, Done: doneC}})
+		cErr <- err
+	}()
+	require.Eventually(t, inC.Load, 2*time.Second, 100*time.Microsecond)
+	n, err := q.SubmitBatch([]Request{{Op: OpRead, Buf: make([]byte, 4096), Off: 12288, Token: 4, Done: doneW}})
+	assert.Zero(t, n)
+	assert.ErrorIs(t, err, syscall.ENOMEM)
+	require.NoError(t, <-cErr)
+	require.NoError(t, q.Await(doneC).Err)
+
+	c := q.Await(doneX)
+	assert.Equal(t, uint64(2), c.Token)
+	assert.ErrorIs(t, c.Err, syscall.ENOMEM, "the resubmission was withdrawn by W's refusal")
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case c := <-doneX:
+		t.Errorf("a second Completion for X: %+v", c)
+	default:
+	}
+	assert.Zero(t, empty.Load(), "enters with nothing to submit: the resubmitter spun")
+	require.NoError(t, q.Close())
+}

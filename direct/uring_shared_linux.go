@@ -312,9 +312,11 @@ func (u *uring) push(fd uintptr) {
 	}
 	op.state = opKernel
 	u.gens[i]++
+	// A resubmission of a handed-off request is its resubmitter's to
+	// submit, and a withdraw's refusal goes to it, not to failHanded.
+	op.handed = handed
 	if handed {
 		// The owner submits it: kick it if it waits in the kernel.
-		op.handed = true
 		if u.ownerIn && !u.kicked {
 			u.kicked = true
 			efd := u.efd
