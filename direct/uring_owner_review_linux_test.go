@@ -1,6 +1,9 @@
 package direct
 
 import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -116,32 +119,38 @@ func TestURingOwnerReadSeqWraps(t *testing.T) {
 	require.NoError(t, q.Close())
 }
 
-// firstShortLate makes the first read at offset 0 short and late, so that
-// a fault's timer resubmits the rest of it.
-type firstShortLate struct{ fired atomic.Bool }
+// shortWhenReleased cuts the first read at offset 0 short, and holds the
+// reaper that asks until released: it then resubmits the rest.
+type shortWhenReleased struct {
+	fired   atomic.Bool
+	asked   chan struct{}
+	release chan struct{}
+}
 
-func (f *firstShortLate) Inject(op Op, off int64, n int) (Fault, bool) {
+func (f *shortWhenReleased) Inject(op Op, off int64, n int) (Fault, bool) {
 	if op == OpRead && off == 0 && n == 4096 && f.fired.CompareAndSwap(false, true) {
-		return Fault{Short: 512, Delay: 100 * time.Millisecond}, true
+		close(f.asked)
+		<-f.release
+		return Fault{Short: 512}, true
 	}
 	return Fault{}, false
 }
 
 // TestURingOwnerResubmitNotHanded: a request handed to the owner and cut
-// short is resubmitted by its submitter (here a late fault's timer), with
-// the file's descriptor. Its SQE is no longer the owner's: when another
-// submitter's refused enter withdraws it, the refusal goes to the
-// resubmitter, as for any SQE it pushed. While the op still said handed,
-// the withdraw completed it instead, and the resubmitter, finding its
-// SQE neither consumed nor refused, entered the kernel with nothing to
-// submit until it gave up (maxRetries) and withdrew what others had
+// short is resubmitted by the reaper (the owner, here) with the file's
+// descriptor. That SQE is no longer handed off: when another submitter's
+// refused enter withdraws it, the refusal goes to the resubmitter, as
+// for any SQE it pushed. While the op still said handed, the withdraw
+// completed it through failHanded instead, and the resubmitter, finding
+// its SQE neither consumed nor refused, entered the kernel with nothing
+// to submit until it gave up (maxRetries) and withdrew what others had
 // pushed meanwhile as "submission not consumed".
 func TestURingOwnerResubmitNotHanded(t *testing.T) {
 	u := ownerRing(t)
 	q, _ := ownerFile(t, u, 'h', 8)
-	q.x.faults = &firstShortLate{}
-	var hold, phase atomic.Bool
-	var inC atomic.Bool
+	inj := &shortWhenReleased{asked: make(chan struct{}), release: make(chan struct{})}
+	q.x.faults = inj
+	var hold, phase, inC atomic.Bool
 	var calls, empty atomic.Int32
 	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
 		for flags&ioringEnterGetEvents != 0 && hold.Load() {
@@ -154,11 +163,11 @@ func TestURingOwnerResubmitNotHanded(t *testing.T) {
 				switch calls.Add(1) {
 				case 1: // C: holds smu for reading until the resubmission is pushed
 					inC.Store(true)
-					for {
+					for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 						u.mu.Lock()
 						pushed := u.r.sqLocalTail - atomic.LoadUint32(u.r.sqHead)
 						u.mu.Unlock()
-						if pushed >= 3 { // C's, W's, and the resubmission
+						if pushed >= 3 { // C's, W's and the resubmission
 							break
 						}
 						time.Sleep(100 * time.Microsecond)
@@ -182,7 +191,7 @@ func TestURingOwnerResubmitNotHanded(t *testing.T) {
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		return u.ownerIn
-	}, 2*time.Second, 100*time.Microsecond, "no owner")
+	}, 5*time.Second, 100*time.Microsecond, "no owner")
 	require.NoError(t, q.Submit(Request{Op: OpRead, Buf: make([]byte, 4096), Token: 2, Done: doneX}))
 	u.mu.Lock()
 	handed := false
@@ -195,9 +204,14 @@ func TestURingOwnerResubmitNotHanded(t *testing.T) {
 	require.True(t, handed, "X was not handed to the owner")
 	hold.Store(false)
 	require.NoError(t, (<-awaitedA).Err)
+	select {
+	case <-inj.asked: // the owner reaped X and holds it
+	case <-time.After(5 * time.Second):
+		t.Fatal("X was not reaped")
+	}
 
-	// X is reaped short; its rest is resubmitted 100 ms later, while C
-	// holds smu for reading and W, refused, waits to withdraw.
+	// C holds smu for reading; W, refused, waits to withdraw; then the
+	// owner resubmits the rest of X, behind W.
 	phase.Store(true)
 	doneC, doneW := make(chan Completion, 1), make(chan Completion, 1)
 	cErr := make(chan error, 1)
@@ -205,17 +219,24 @@ func TestURingOwnerResubmitNotHanded(t *testing.T) {
 		_, err := q.SubmitBatch([]Request{{Op: OpRead, Buf: make([]byte, 4096), Off: 8192, Token: 3, Done: doneC}})
 		cErr <- err
 	}()
-	require.Eventually(t, inC.Load, 2*time.Second, 100*time.Microsecond)
-	n, err := q.SubmitBatch([]Request{{Op: OpRead, Buf: make([]byte, 4096), Off: 12288, Token: 4, Done: doneW}})
-	assert.Zero(t, n)
-	assert.ErrorIs(t, err, syscall.ENOMEM)
+	require.Eventually(t, inC.Load, 5*time.Second, 100*time.Microsecond)
+	wErr := make(chan error, 1)
+	go func() {
+		n, err := q.SubmitBatch([]Request{{Op: OpRead, Buf: make([]byte, 4096), Off: 12288, Token: 4, Done: doneW}})
+		assert.Zero(t, n)
+		wErr <- err
+	}()
+	require.Eventually(t, func() bool { return calls.Load() >= 2 }, 5*time.Second, 100*time.Microsecond)
+	time.Sleep(20 * time.Millisecond) // W waits for smu
+	close(inj.release)
+	assert.ErrorIs(t, <-wErr, syscall.ENOMEM)
 	require.NoError(t, <-cErr)
 	require.NoError(t, q.Await(doneC).Err)
 
 	c := q.Await(doneX)
 	assert.Equal(t, uint64(2), c.Token)
 	assert.ErrorIs(t, c.Err, syscall.ENOMEM, "the resubmission was withdrawn by W's refusal")
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
 	select {
 	case c := <-doneX:
 		t.Errorf("a second Completion for X: %+v", c)
@@ -223,4 +244,88 @@ func TestURingOwnerResubmitNotHanded(t *testing.T) {
 	}
 	assert.Zero(t, empty.Load(), "enters with nothing to submit: the resubmitter spun")
 	require.NoError(t, q.Close())
+}
+
+// TestURingOwnerProcsChange: the owner by its own rule (more waiters
+// than Ps, more than one P) while GOMAXPROCS changes every few
+// milliseconds between 1 and 4, queues close and reopen beside their
+// readers, and short, retried and late completions come and go; with
+// and without the kernel's timed wait (the owner's linger). Every read
+// completes once, with its file's bytes; nothing hangs; the owner leaves
+// at the end, every slot comes back and no descriptor is left open.
+func TestURingOwnerProcsChange(t *testing.T) {
+	for _, extArg := range []bool{true, false} {
+		t.Run(map[bool]string{true: "linger", false: "nolinger"}[extArg], func(t *testing.T) {
+			u := ownerRing(t)
+			u.testOwner = false
+			if !extArg {
+				u.r.extArg = false
+			}
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+			fds := openFds(t)
+			d := time.Second
+			if testing.Short() {
+				d = 200 * time.Millisecond
+			}
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			var reads, handed atomic.Int64
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					runtime.GOMAXPROCS(1 + rand.IntN(4))
+					time.Sleep(time.Duration(1+rand.IntN(4)) * time.Millisecond)
+				}
+			}()
+			for k := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for !stop.Load() {
+						q, f := ownerFile(t, u, byte('p'+k), 16)
+						if k == 1 {
+							q.x.faults = &churn{}
+						}
+						var inner sync.WaitGroup
+						for range 10 {
+							inner.Add(1)
+							go func() {
+								defer inner.Done()
+								reads.Add(int64(readLoop(t, q, byte('p'+k), true, &stop)))
+							}()
+						}
+						time.Sleep(time.Duration(30+rand.IntN(60)) * time.Millisecond)
+						u.mu.Lock()
+						if q.dupped {
+							handed.Add(1)
+						}
+						u.mu.Unlock()
+						require.NoError(t, q.Close())
+						inner.Wait()
+						f.Close()
+					}
+				}()
+			}
+			time.Sleep(d)
+			stop.Store(true)
+			finished := make(chan struct{})
+			go func() { wg.Wait(); close(finished) }()
+			select {
+			case <-finished:
+			case <-time.After(30 * time.Second):
+				buf := make([]byte, 1<<20)
+				t.Fatalf("hung:\n%s", buf[:runtime.Stack(buf, true)])
+			}
+			runtime.GOMAXPROCS(2)
+			t.Logf("%d reads; %d queues handed requests to the owner", reads.Load(), handed.Load())
+			assert.Positive(t, handed.Load(), "no owner")
+			require.True(t, ownerLeft(u, 5*time.Second), "the owner did not leave")
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
+			assert.LessOrEqual(t, u.due(), 0, "CQEs owed with every request complete")
+			assert.Equal(t, fds, openFds(t), "descriptors left open")
+		})
+	}
 }
