@@ -329,3 +329,27 @@ func TestURingOwnerProcsChange(t *testing.T) {
 		})
 	}
 }
+
+// TestURingOwnerQueueDropped: a queue that handed requests to the owner
+// and is dropped without Close does not keep its duplicate descriptor
+// (and its file) open for good: a cleanup closes it once the queue is
+// unreachable, which it is only when none of its requests is in flight.
+func TestURingOwnerQueueDropped(t *testing.T) {
+	u := ownerRing(t)
+	fds := openFds(t)
+	func() {
+		q, f := ownerFile(t, u, 'd', 16)
+		hammer(100*time.Millisecond, 8, func(_ int, stop *atomic.Bool) {
+			readLoop(t, q, 'd', false, stop)
+		})
+		u.mu.Lock()
+		dupped := q.dupped
+		u.mu.Unlock()
+		require.True(t, dupped, "no request went to the owner")
+		require.NoError(t, f.Close())
+	}()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return openFds(t) == fds
+	}, 5*time.Second, 10*time.Millisecond, "the dropped queue's descriptor is still open")
+}
