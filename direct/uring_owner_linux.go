@@ -109,10 +109,18 @@ func (u *uring) ownTurn(retries *int, idle *bool) bool {
 		return false
 	}
 	pend := u.r.sqLocalTail - atomic.LoadUint32(u.r.sqHead)
+	// What others pushed: not the owner's own read, still pushed after an
+	// enter that consumed none of what it offered (EAGAIN), which only a
+	// kick completes. Counting it as work sent the owner into the kernel
+	// with nothing due, for good, holding smu for reading.
+	work := pend
+	if u.armed && !u.readIn() {
+		work--
+	}
 	// With nothing in the kernel the owner waits only for its eventfd
 	// read, for ownerLinger, and only if the kernel can time it out.
-	linger := pend == 0 && u.due() <= 0
-	if pend == 0 && !u.ownerWanted() || linger && (*idle || !u.r.extArg || u.r.testEnter != nil) {
+	linger := work == 0 && u.due() <= 0
+	if work == 0 && !u.ownerWanted() || linger && (*idle || !u.r.extArg || u.r.testEnter != nil) {
 		u.ownerOn = false
 		u.leave()
 		u.mu.Unlock()
@@ -225,7 +233,21 @@ func (u *uring) arm() {
 	if !u.r.push(&s) {
 		return // cannot happen: the SQ has a slot for every op, the NOP and this read
 	}
-	u.armed, u.armSeq = true, u.r.pushed()
+	u.armed, u.armIn, u.armSeq = true, false, u.r.pushed()
+}
+
+// readIn reports, with mu held, whether the owner's armed read has been
+// consumed by the kernel. It stays there until a kick, possibly across
+// any number of other SQEs (an owner leaves it there, and the ring may
+// then run without one for hours), so the answer is latched once seen:
+// after 2^31 more SQEs the SQ head would compare below armSeq again, and
+// due would count the read as owed. due runs after every enter that
+// submits, so it sees the read consumed long before that.
+func (u *uring) readIn() bool {
+	if u.armed && !u.armIn && u.r.consumed(u.armSeq) {
+		u.armIn = true
+	}
+	return u.armed && u.armIn
 }
 
 // count adds the n SQEs an io_uring_enter consumed to inKernel, with mu
@@ -242,7 +264,7 @@ func (u *uring) count(n int) { u.inKernel += n }
 // (see uring). An owner that left the read out once too often waited in
 // the kernel for a CQE that was not due, for good.
 func (u *uring) due() int {
-	if u.armed && u.r.consumed(u.armSeq) {
+	if u.readIn() {
 		return u.inKernel - 1
 	}
 	return u.inKernel

@@ -202,6 +202,7 @@ type uring struct {
 	armed     bool          // the owner's read of efd is pushed or in the kernel
 	kicked    bool          // efd was written since the read was armed
 	armSeq    uint32        // the read is the armSeq-th SQE pushed
+	armIn     bool          // the armed read was seen consumed (see readIn)
 	cur       uint32        // the op push is to submit
 	curErr    error         // what push made of it
 	testFail  func() error  // test hook: called instead of waiting in the kernel
@@ -311,9 +312,11 @@ func (u *uring) push(fd uintptr) {
 	}
 	op.state = opKernel
 	u.gens[i]++
+	// A resubmission of a handed-off request is its resubmitter's to
+	// submit, and a withdraw's refusal goes to it, not to failHanded.
+	op.handed = handed
 	if handed {
 		// The owner submits it: kick it if it waits in the kernel.
-		op.handed = true
 		if u.ownerIn && !u.kicked {
 			u.kicked = true
 			efd := u.efd
