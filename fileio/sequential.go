@@ -271,7 +271,7 @@ func (s *Sequential) next(off int64) ([]byte, error) {
 		}
 		end := w.off + int64(w.n)
 		if w.err != nil && off >= end {
-			// Past the bytes before bad sectors, if any (see await).
+			// Past the bytes before bad sectors, if any.
 			err := fmt.Errorf("fileio: reading %s at %d: %w", s.r.path, end, w.err)
 			s.drain() // the next call tries again
 			return nil, err
