@@ -56,6 +56,49 @@ func hammer(d time.Duration, n int, fn func(g int, stop *atomic.Bool)) {
 	wg.Wait()
 }
 
+// queueChurn opens queues on u over a file of fill bytes, one after
+// another until stop: each read by readers goroutines (readLoop, singly
+// and in batches) for a pause drawn from [pause, 2*pause) and closed
+// beside them. It adds their reads to reads, and counts in handed the
+// queues that handed requests to the owner. prepare, if not nil, sets a
+// queue up before its readers start.
+func queueChurn(t *testing.T, u *uring, fill byte, readers int, lo, span time.Duration, prepare func(*uringQueue), stop *atomic.Bool, reads, handed *atomic.Int64) {
+	for !stop.Load() {
+		q, f := ownerFile(t, u, fill, 16)
+		if prepare != nil {
+			prepare(q)
+		}
+		var inner sync.WaitGroup
+		for range readers {
+			inner.Add(1)
+			go func() {
+				defer inner.Done()
+				reads.Add(int64(readLoop(t, q, fill, true, stop)))
+			}()
+		}
+		time.Sleep(lo + rand.N(span))
+		u.mu.Lock()
+		if q.dupped {
+			handed.Add(1)
+		}
+		u.mu.Unlock()
+		require.NoError(t, q.Close()) // beside the readers: their Submits fail, their requests complete
+		inner.Wait()
+		f.Close()
+	}
+}
+
+// assertSettled checks u once every request is complete: every op slot
+// free, no CQE owed, and as many descriptors open as fds.
+func assertSettled(t *testing.T, u *uring, fds int) {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
+	assert.LessOrEqual(t, u.due(), 0, "CQEs owed with every request complete")
+	assert.Equal(t, fds, openFds(t), "descriptors left open")
+}
+
 func ownerRing(t *testing.T) *uring {
 	t.Helper()
 	u, err := newURing()
@@ -159,26 +202,7 @@ func TestURingOwnerStress(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !stop.Load() {
-				q, f := ownerFile(t, u, byte('a'+k), 16)
-				var inner sync.WaitGroup
-				for range 8 {
-					inner.Add(1)
-					go func() {
-						defer inner.Done()
-						reads.Add(int64(readLoop(t, q, byte('a'+k), true, &stop)))
-					}()
-				}
-				time.Sleep(time.Duration(20+rand.IntN(50)) * time.Millisecond)
-				u.mu.Lock()
-				if q.dupped {
-					handed.Add(1)
-				}
-				u.mu.Unlock()
-				require.NoError(t, q.Close()) // beside the readers: their Submits fail, their requests complete
-				inner.Wait()
-				f.Close()
-			}
+			queueChurn(t, u, byte('a'+k), 8, 20*time.Millisecond, 50*time.Millisecond, nil, &stop, &reads, &handed)
 		}()
 	}
 	time.Sleep(d)
@@ -186,11 +210,7 @@ func TestURingOwnerStress(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d reads; %d queues handed requests to the owner", reads.Load(), handed.Load())
 	assert.Positive(t, handed.Load(), "no request went to the owner")
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
-	assert.LessOrEqual(t, u.due(), 0, "CQEs owed with every request complete")
-	assert.Equal(t, fds, openFds(t), "descriptors left open")
+	assertSettled(t, u, fds)
 }
 
 // TestURingOwnerFileClosed: a file closed while requests handed to the

@@ -279,32 +279,14 @@ func TestURingOwnerProcsChange(t *testing.T) {
 				}
 			}()
 			for k := range 2 {
+				var prepare func(*uringQueue)
+				if k == 1 {
+					prepare = func(q *uringQueue) { q.x.faults = &churn{} }
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for !stop.Load() {
-						q, f := ownerFile(t, u, byte('p'+k), 16)
-						if k == 1 {
-							q.x.faults = &churn{}
-						}
-						var inner sync.WaitGroup
-						for range 10 {
-							inner.Add(1)
-							go func() {
-								defer inner.Done()
-								reads.Add(int64(readLoop(t, q, byte('p'+k), true, &stop)))
-							}()
-						}
-						time.Sleep(time.Duration(30+rand.IntN(60)) * time.Millisecond)
-						u.mu.Lock()
-						if q.dupped {
-							handed.Add(1)
-						}
-						u.mu.Unlock()
-						require.NoError(t, q.Close())
-						inner.Wait()
-						f.Close()
-					}
+					queueChurn(t, u, byte('p'+k), 10, 30*time.Millisecond, 60*time.Millisecond, prepare, &stop, &reads, &handed)
 				}()
 			}
 			time.Sleep(d)
@@ -321,11 +303,7 @@ func TestURingOwnerProcsChange(t *testing.T) {
 			t.Logf("%d reads; %d queues handed requests to the owner", reads.Load(), handed.Load())
 			assert.Positive(t, handed.Load(), "no owner")
 			require.True(t, ownerLeft(u, 5*time.Second), "the owner did not leave")
-			u.mu.Lock()
-			defer u.mu.Unlock()
-			assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
-			assert.LessOrEqual(t, u.due(), 0, "CQEs owed with every request complete")
-			assert.Equal(t, fds, openFds(t), "descriptors left open")
+			assertSettled(t, u, fds)
 		})
 	}
 }
