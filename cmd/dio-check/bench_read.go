@@ -302,7 +302,7 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 		case fioReadReader:
 			readers, cached = "QD"+readers, "-"
 			if row.engine == fioJobsEngine {
-				readers = readers[len("QD"):] + "×QD1"
+				readers = strconv.Itoa(row.readers) + "×QD1"
 			}
 		}
 		fioRow := readRow{fioReadReader, qd, 0, fioReadEngine}
