@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -436,3 +437,25 @@ func blobError(off int64, err error) error {
 	}
 	return fmt.Errorf("blobio: blob at %d: %w", off, err)
 }
+
+// invalidAsOurs rewords an error of fileio's matching
+// fileio.ErrInvalidOptions (a size past the file's end) as blobio's own,
+// still matching what else it wrapped (io.ErrUnexpectedEOF); any other
+// error is returned as it is.
+func invalidAsOurs(err error) error {
+	if !errors.Is(err, fileio.ErrInvalidOptions) {
+		return err
+	}
+	return &invalidError{err}
+}
+
+// invalidError is a fileio error matching ErrInvalidOptions, in blobio's
+// words.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string {
+	return "blobio: invalid options: " + strings.TrimPrefix(e.err.Error(), "fileio: invalid options: ")
+}
+
+func (e *invalidError) Is(target error) bool { return target == ErrInvalidOptions }
+func (e *invalidError) Unwrap() error        { return e.err }

@@ -118,8 +118,6 @@ func (o *Options) get() Options {
 // validate refuses Options before any file is created or opened.
 func (o Options) validate() error {
 	switch {
-	case !o.IO.Valid():
-		return fmt.Errorf("%w: unknown I/O policy %v", ErrInvalidOptions, o.IO)
 	case o.Size < 0:
 		return fmt.Errorf("%w: Size is %d", ErrInvalidOptions, o.Size)
 	case o.ReadAhead < 0:
@@ -130,7 +128,8 @@ func (o Options) validate() error {
 
 // appender returns the appender's Options o makes.
 func (o Options) appender() appender.Options {
-	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context, Retry: o.Retry}
+	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context, Retry: o.Retry,
+		IO: o.IO, Faults: o.Faults, NoDirSync: o.NoDirSync}
 }
 
 // open opens path by o.IO, its I/O through o.Faults when set: the file

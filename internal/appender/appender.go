@@ -69,6 +69,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
 )
 
 // Options configure New.
@@ -96,6 +97,12 @@ type Options struct {
 	// it may call Cached and Size while another goroutine appends. See
 	// concurrent.go.
 	Lock sync.Locker
+
+	// For Create and OpenAppend, which open the file themselves:
+	IO        fallback.Policy        // the I/O path (see package fallback); default Auto
+	Faults    direct.Injector        // tests: failures planted under the file (a faults.Plan)
+	NoDirSync bool                   // Create leaves the directory fsync to the caller
+	DirSync   func(dir string) error // how Create fsyncs the directory; nil: SyncDir (a test counts)
 }
 
 // DefaultBuffers is the number of buffers per writer when the caller does
@@ -150,6 +157,7 @@ type slot struct {
 // Appender appends to a file through aligned buffers.
 type Appender struct {
 	f          File
+	file       fallback.File // the file Create or OpenAppend opened, under f; nil after New
 	q          direct.Queue
 	pool       *aligned.Pool   // shared pool, or nil
 	slab       *aligned.Buffer // the buffers' memory when not from a pool

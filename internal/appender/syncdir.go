@@ -1,13 +1,13 @@
 //go:build !windows
 
-package blobio
+package appender
 
 import "os"
 
-// syncDir fsyncs the directory dir, making the names in it durable: a new
+// SyncDir fsyncs the directory dir, making the names in it durable: a new
 // file's name is not made durable by the file's own fdatasync on every
 // filesystem (ext4 without a journal, for one).
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

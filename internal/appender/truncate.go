@@ -1,4 +1,4 @@
-package fileio
+package appender
 
 import (
 	"sync"
@@ -6,11 +6,11 @@ import (
 	"github.com/dio-storage/dio/fallback"
 )
 
-// truncFile is the file a Writer's appender writes, with one change:
-// after a Truncate to a size inside a block, the next Sync that succeeds
-// drops that block from the page cache. xfs zeroes the rest of the block
+// truncFile is the file Create and OpenAppend give an Appender, with one
+// change: after a Truncate to a size inside a block, the next Sync that
+// succeeds drops that block from the page cache. xfs zeroes the rest of the block
 // past the new end through the page cache (iomap's truncate_page), so
-// every file a Writer closes kept its last page cached there (measured on
+// every file an Appender closed kept its last page cached there (measured on
 // the matrix's xfs, 4 KiB sectors: one page per file); the page is dirty
 // until the fdatasync that follows, and only a clean one can be dropped.
 type truncFile struct {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package fileio
+package appender
 
 var pageSize int64 = 4096
 
