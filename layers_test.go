@@ -26,9 +26,8 @@ var layers = []string{
 	"faults", // fault plans, which direct's files and queues consult
 	"fallback",
 	"internal/appender",
-	"internal/readbuf", // the aligned read buffers fileio's and blobio's Readers pool
-	"internal/unwrap",  // what fileio's types are made of, for blobio
-	"fileio",           // plain files of bytes: the appender's public face, and the Reader blobio reads through
+	"internal/reader", // the reader core fileio's, blobio's and ephemeral's reads go through
+	"fileio",          // plain files of bytes: the public face of both cores
 	"blobio",
 	"ephemeral",
 	"pebblefs",                   // a nested module (Pebble stays out of dio's go.mod), layered all the same
@@ -95,7 +94,7 @@ func TestLayersCatches(t *testing.T) {
 	}
 	want := []string{
 		"blobio/b.go imports internal/testenv, which is test support",
-		"fallback/f_linux.go imports blobio, which is not below it (fallback is layer 3, blobio layer 8)",
+		"fallback/f_linux.go imports blobio, which is not below it (fallback is layer 3, blobio layer 7)",
 		"internal/ingest is in no layer: give it one in layers_test.go",
 	}
 	if !slices.Equal(problems, want) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/internal/readbuf"
+	"github.com/dio-storage/dio/internal/reader"
 )
 
 // A BlobError reports the blob a ReadBlobs call failed on: a read, a bad
@@ -43,13 +43,13 @@ func (e *BlobError) Unwrap() error { return e.Err }
 // index. fn must not call Close. It may call ReadBlob and ReadAt, which
 // never wait for a buffer that a ReadBlobs call holds.
 func (r *Reader) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error {
-	if err := r.acquire(); err != nil {
+	if err := r.c.Acquire(); err != nil {
 		return err
 	}
-	defer r.release()
+	defer r.c.Release()
 	for i, off := range offs {
-		if off < 0 || off >= r.size {
-			return &BlobError{i, off, fmt.Errorf("%w: offset %d, size %d", ErrOffset, off, r.size)}
+		if off < 0 || off >= r.c.Size() {
+			return &BlobError{i, off, fmt.Errorf("%w: offset %d, size %d", ErrOffset, off, r.c.Size())}
 		}
 	}
 	if len(offs) == 0 {
@@ -78,24 +78,24 @@ type vectored struct {
 type mergedRead struct {
 	lo, hi      int64
 	first, last int
-	b           *readbuf.Buf
+	b           *reader.Buf
 }
 
 // plan sorts the offsets and merges neighbours into reads. A blob ends by
 // the next offset (blobs do not overlap); the last of a read is assumed as
 // long as the Reader's recent blobs, and read in full later if it is not.
 func (v *vectored) plan() {
-	r := v.r
+	r, c := v.r, v.r.c
 	v.order = make([]int, len(v.offs))
 	for i := range v.order {
 		v.order[i] = i
 	}
 	slices.SortFunc(v.order, func(a, b int) int { return cmp.Compare(v.offs[a], v.offs[b]) })
 	guess := r.guess.Load()
-	limit := int64(r.large.Size())
+	limit := int64(c.Large().Size())
 	for k := 0; k < len(v.order); {
 		off := v.offs[v.order[k]]
-		lo := aligned.Down(off, r.align)
+		lo := aligned.Down(off, c.Align())
 		end := off + guess
 		j := k + 1
 		for ; j < len(v.order); j++ {
@@ -104,7 +104,7 @@ func (v *vectored) plan() {
 				break
 			}
 			e := max(end, next+guess)
-			if aligned.Up(e, r.align)-lo > limit {
+			if aligned.Up(e, c.Align())-lo > limit {
 				break
 			}
 			end = e
@@ -117,9 +117,9 @@ func (v *vectored) plan() {
 // run keeps up to ReadDepth reads in flight and hands out their blobs as
 // they complete.
 func (v *vectored) run() error {
-	r := v.r
-	if r.uring {
-		v.q = r.queue()
+	c := v.r.c
+	if c.URing() {
+		v.q = c.Queue()
 	}
 	// On the pwrite engine each read is a goroutine calling ReadAt: a
 	// pwrite queue would keep ReadDepth workers alive per Reader for as
@@ -147,7 +147,7 @@ func (v *vectored) run() error {
 		k, err := v.flush(first, next)
 		if err != nil {
 			for j := first + k; j < next; j++ {
-				if r.pool(v.reads[j].hi-v.reads[j].lo) == r.large {
+				if c.PoolFor(v.reads[j].hi-v.reads[j].lo) == c.Large() {
 					large--
 				}
 				v.unstage(j)
@@ -161,8 +161,8 @@ func (v *vectored) run() error {
 		first = next
 		for next < len(v.reads) && inflight < ReadDepth {
 			m := &v.reads[next]
-			pool := r.pool(m.hi - m.lo)
-			if pool == r.large && large >= largeBuffers/2 && inflight > 0 {
+			pool := c.PoolFor(m.hi - m.lo)
+			if pool == c.Large() && large >= reader.LargeBuffers/2 && inflight > 0 {
 				break // half the large buffers are ours: wait for one
 			}
 			var err error
@@ -178,7 +178,7 @@ func (v *vectored) run() error {
 				return v.fail(next, err)
 			}
 			v.stage(next)
-			if pool == r.large {
+			if pool == c.Large() {
 				large++
 			}
 			next++
@@ -199,7 +199,7 @@ func (v *vectored) run() error {
 		}
 		holding = true
 		inflight--
-		if m := &v.reads[cur.Token]; r.pool(m.hi-m.lo) == r.large {
+		if m := &v.reads[cur.Token]; c.PoolFor(m.hi-m.lo) == c.Large() {
 			large--
 		}
 		err := v.deliver(cur)
@@ -216,13 +216,13 @@ func (v *vectored) run() error {
 func (v *vectored) stage(k int) {
 	m := &v.reads[k]
 	p := m.b.Buf.Bytes()[:m.hi-m.lo]
-	v.r.busy.Add(1)
+	v.r.c.AddBusy(1)
 	if v.q != nil {
 		v.batch = append(v.batch, direct.Request{Op: direct.OpRead, Buf: p, Off: m.lo, Token: uint64(k), Done: v.done})
 		return
 	}
 	go func() {
-		n, err := v.r.f.ReadAt(p, m.lo)
+		n, err := v.r.c.File().ReadAt(p, m.lo)
 		v.done <- direct.Completion{Token: uint64(k), Op: direct.OpRead, N: n, Err: err}
 	}()
 }
@@ -242,8 +242,8 @@ func (v *vectored) flush(first, next int) (int, error) {
 // unstage gives back the buffer of read k, staged and not submitted.
 func (v *vectored) unstage(k int) {
 	m := &v.reads[k]
-	v.r.busy.Add(-1)
-	v.r.pool(m.hi - m.lo).Put(m.b)
+	v.r.c.AddBusy(-1)
+	v.r.c.PoolFor(m.hi - m.lo).Put(m.b)
 	m.b = nil
 }
 
@@ -256,9 +256,9 @@ func (v *vectored) await() direct.Completion {
 
 // finish returns the buffer of the read c completes.
 func (v *vectored) finish(c direct.Completion) {
-	v.r.busy.Add(-1)
+	v.r.c.AddBusy(-1)
 	m := &v.reads[c.Token]
-	v.r.pool(m.hi - m.lo).Put(m.b)
+	v.r.c.PoolFor(m.hi - m.lo).Put(m.b)
 	m.b = nil
 }
 
@@ -272,15 +272,11 @@ func (v *vectored) fail(k int, err error) error {
 func (v *vectored) deliver(c direct.Completion) error {
 	r := v.r
 	m := &v.reads[c.Token]
-	n, err := readbuf.EndOK(c.N, c.Err)
-	if readbuf.UnsplitEIO(err) {
-		// A latent sector error: read the range again sector by
-		// sector, so that only the offsets the bad sectors concern
-		// fail.
-		n, err = readbuf.EndOK(r.f.ReadAt(m.b.Buf.Bytes()[:m.hi-m.lo], m.lo))
-	}
+	// A latent sector error: the range is read again sector by sector,
+	// so that only the offsets the bad sectors concern fail.
+	n, err := r.c.SplitEIO(m.b.Buf.Bytes()[:m.hi-m.lo], m.lo, c.N, c.Err)
 	var bad []*direct.SectorError
-	if badSectors(err) {
+	if reader.BadSectors(err) {
 		// Every byte of the range but the bad runs was read.
 		bad, n, err = sectorRuns(err), int(m.hi-m.lo), nil
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/internal/readbuf"
+	"github.com/dio-storage/dio/internal/reader"
 )
 
 // A Scanner walks every blob of a file in order, like bufio.Scanner walks
@@ -80,20 +80,16 @@ func NewScanner(r *Reader) *Scanner { return NewScannerAt(r, 0) }
 func NewScannerAt(r *Reader, off int64) *Scanner {
 	s := &Scanner{
 		r: r, done: [2]chan direct.Completion{make(chan direct.Completion, 1), make(chan direct.Completion, 1)},
-		start: off, pos: off, size: r.size, bounded: r.bounded, sum: r.sum,
-		readSize: r.scanSize, memAl: r.memAl, offAl: r.align, dec: &r.dec,
+		start: off, pos: off, size: r.c.Size(), bounded: r.c.Bounded(), sum: r.sum,
+		readSize: r.scanSize, memAl: r.c.MemAlign(), offAl: r.c.Align(), dec: &r.dec,
 	}
-	if off < 0 || off > r.size {
-		s.err, s.ended = fmt.Errorf("%w: scanning from %d, size %d", ErrOffset, off, r.size), true
+	if off < 0 || off > r.c.Size() {
+		s.err, s.ended = fmt.Errorf("%w: scanning from %d, size %d", ErrOffset, off, r.c.Size()), true
 		return s
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.scanners == nil {
-		s.err, s.ended = ErrClosed, true
-		return s
+	if err := r.c.Track(s, s.closeByReader); err != nil {
+		s.err, s.ended = err, true
 	}
-	r.scanners[s] = struct{}{}
 	return s
 }
 
@@ -119,7 +115,7 @@ func (s *Scanner) alloc() error {
 		return nil
 	}
 	if s.ra == nil && s.q == nil {
-		q, err := s.r.f.NewQueue(&direct.QueueOptions{Depth: 2})
+		q, err := s.r.c.File().NewQueue(&direct.QueueOptions{Depth: 2})
 		if err != nil {
 			return err
 		}
@@ -207,14 +203,14 @@ func (s *Scanner) advance() error {
 		return fmt.Errorf("blobio: scanning at %d: file ends at %d: %w", s.curOff+int64(s.curLen), s.size, io.ErrUnexpectedEOF)
 	}
 	c := s.await(i)
-	if s.ra == nil && readbuf.UnsplitEIO(c.Err) {
+	if s.ra == nil && reader.UnsplitEIO(c.Err) {
 		// Read the window again sector by sector, as ReadBlob does: an
 		// EIO that passes costs nothing. Before a latent sector error
 		// the window keeps the bytes read and the scan parses their
 		// blobs; the read after them starts at the bad sectors and
 		// fails, ending the scan at the blob that reaches into them
 		// with an error naming them (a *direct.SectorError).
-		n, err := s.r.f.ReadAt(s.bufs[i].Bytes(), s.readOff[i])
+		n, err := s.r.c.File().ReadAt(s.bufs[i].Bytes(), s.readOff[i])
 		if n > 0 && err != io.EOF {
 			err = nil
 		}
@@ -418,7 +414,5 @@ func (s *Scanner) finish(err error) {
 		s.dec.close()
 		return
 	}
-	s.r.mu.Lock()
-	delete(s.r.scanners, s)
-	s.r.mu.Unlock()
+	s.r.c.Untrack(s)
 }

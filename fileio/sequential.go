@@ -8,7 +8,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/internal/readbuf"
+	"github.com/dio-storage/dio/internal/reader"
 )
 
 // Read-ahead sizes.
@@ -77,20 +77,13 @@ type seqSlot struct {
 // NewSequential returns a Sequential over r starting at off, for Read.
 // Nothing is read, and no memory taken, until its first read.
 func (r *Reader) NewSequential(off int64) (*Sequential, error) {
-	if err := r.acquire(); err != nil {
-		return nil, err
-	}
-	defer r.release()
 	if off < 0 {
 		return nil, fmt.Errorf("%w: Sequential at negative offset %d", ErrOffset, off)
 	}
 	s := &Sequential{r: r, pos: off, lastEnd: off}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seqs == nil {
-		return nil, ErrClosed
+	if err := r.c.Track(s, s.closeByReader); err != nil {
+		return nil, err
 	}
-	r.seqs[s] = struct{}{}
 	return s, nil
 }
 
@@ -102,11 +95,11 @@ func (s *Sequential) Read(p []byte) (int, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
-	defer s.r.release()
+	defer s.r.c.Release()
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if s.pos >= s.r.size {
+	if s.pos >= s.r.c.Size() {
 		return 0, io.EOF
 	}
 	n, err := s.window(p, s.pos)
@@ -135,7 +128,7 @@ func (s *Sequential) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		abs = s.pos + offset
 	case io.SeekEnd:
-		abs = s.r.size + offset
+		abs = s.r.c.Size() + offset
 	default:
 		return 0, fmt.Errorf("fileio: Seek: invalid whence %d", whence)
 	}
@@ -159,18 +152,18 @@ func (s *Sequential) ReadAt(p []byte, off int64) (int, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
-	defer s.r.release()
+	defer s.r.c.Release()
 	if off < 0 {
 		return 0, fmt.Errorf("%w: ReadAt at negative offset %d", ErrOffset, off)
 	}
-	if off >= s.r.size || len(p) == 0 {
-		return s.r.readAt(p, off)
+	if off >= s.r.c.Size() || len(p) == 0 {
+		return s.r.c.ReadAtHeld(p, off)
 	}
 	if !s.holds(off) && !(off >= s.lastEnd && off-s.lastEnd <= maxSeqRead) {
 		// Not in order: read it alone, and remember where it ended, so
 		// that a scan starting here gets the read-ahead from its
 		// second read on.
-		n, err := s.r.readAt(p, off)
+		n, err := s.r.c.ReadAtHeld(p, off)
 		s.lastEnd = off + int64(n)
 		return n, err
 	}
@@ -186,9 +179,9 @@ func (s *Sequential) WriteTo(w io.Writer) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
-	defer s.r.release()
+	defer s.r.c.Release()
 	var total int64
-	for s.pos < s.r.size {
+	for s.pos < s.r.c.Size() {
 		b, err := s.next(s.pos)
 		if err != nil {
 			return total, err
@@ -213,7 +206,7 @@ func (s *Sequential) enter() error {
 	if s.closed {
 		return ErrClosed
 	}
-	return s.r.acquire()
+	return s.r.c.Acquire()
 }
 
 // holds reports whether off lies in what the window has read or is
@@ -228,7 +221,7 @@ func (s *Sequential) holds(off int64) bool {
 func (s *Sequential) window(p []byte, off int64) (int, error) {
 	want := p
 	atEnd := false
-	if rest := s.r.size - off; int64(len(p)) > rest {
+	if rest := s.r.c.Size() - off; int64(len(p)) > rest {
 		want, atEnd = p[:rest], true
 	}
 	n := 0
@@ -261,24 +254,24 @@ func (s *Sequential) next(off int64) ([]byte, error) {
 		if w.inflight {
 			s.await(w)
 		}
-		if readbuf.UnsplitEIO(w.err) {
+		if reader.UnsplitEIO(w.err) {
 			// Read the window again sector by sector, as the Reader's
 			// ReadAt does: an EIO that passes costs nothing, and a
 			// latent sector error leaves the window the bytes before
 			// the bad sectors and an error naming them (a
 			// *direct.SectorError), reported once those are read.
-			w.n, w.err = readbuf.EndOK(s.r.f.ReadAt(w.buf[:w.want], w.off))
+			w.n, w.err = reader.EndOK(s.r.c.File().ReadAt(w.buf[:w.want], w.off))
 		}
 		end := w.off + int64(w.n)
 		if w.err != nil && off >= end {
 			// Past the bytes before bad sectors, if any.
-			err := fmt.Errorf("fileio: reading %s at %d: %w", s.r.path, end, w.err)
+			err := fmt.Errorf("fileio: reading %s at %d: %w", s.r.c.Path(), end, w.err)
 			s.drain() // the next call tries again
 			return nil, err
 		}
 		if off < end {
 			b := w.buf[off-w.off : w.n]
-			if lim := s.r.size - off; int64(len(b)) > lim {
+			if lim := s.r.c.Size() - off; int64(len(b)) > lim {
 				b = b[:lim]
 			}
 			s.fill()
@@ -286,7 +279,7 @@ func (s *Sequential) next(off int64) ([]byte, error) {
 		}
 		if w.n < w.want {
 			// The file ends before Size: a bound past the file's end.
-			err := fmt.Errorf("fileio: reading %s at %d: file ends at %d: %w", s.r.path, off, end, io.ErrUnexpectedEOF)
+			err := fmt.Errorf("fileio: reading %s at %d: file ends at %d: %w", s.r.c.Path(), off, end, io.ErrUnexpectedEOF)
 			s.drain()
 			return nil, err
 		}
@@ -309,13 +302,13 @@ func (s *Sequential) start() error {
 	}
 	r := s.r
 	read := min(maxSeqRead, r.readAhead)
-	read = aligned.Up(read, int(r.block))
+	read = aligned.Up(read, int(r.c.Block()))
 	ring := r.readAhead/read + 1 // one consumed while the rest are read
-	slab, err := aligned.NewLazy(ring*read, r.memAl)
+	slab, err := aligned.NewLazy(ring*read, r.c.MemAlign())
 	if err != nil {
 		return err
 	}
-	q, err := r.f.NewQueue(&direct.QueueOptions{Depth: ring})
+	q, err := r.c.File().NewQueue(&direct.QueueOptions{Depth: ring})
 	if err != nil {
 		slab.Free()
 		return err
@@ -334,7 +327,7 @@ func (s *Sequential) start() error {
 // restart drops the windows and starts reading ahead at off.
 func (s *Sequential) restart(off int64) {
 	s.drain()
-	s.ahead = aligned.Down(off, s.r.align)
+	s.ahead = aligned.Down(off, s.r.c.Align())
 	s.grow = min(firstSeqRead, len(s.slots[0].buf))
 	s.fill()
 }
@@ -352,7 +345,7 @@ func (s *Sequential) fill() {
 			return // the stream stops at the error, which next reports
 		}
 	}
-	end := aligned.Up(s.r.size, s.r.align)
+	end := aligned.Up(s.r.c.Size(), s.r.c.Align())
 	first := s.used // the first window this call starts, from head
 	s.batch = s.batch[:0]
 	for s.used < len(s.slots) && s.ahead < end {
@@ -386,7 +379,7 @@ func (s *Sequential) fill() {
 func (s *Sequential) await(w *seqSlot) {
 	c := s.q.Await(w.done)
 	w.inflight = false
-	w.n, w.err = readbuf.EndOK(c.N, c.Err)
+	w.n, w.err = reader.EndOK(c.N, c.Err)
 	if errors.Is(w.err, io.EOF) {
 		w.err = nil
 	}
@@ -411,11 +404,7 @@ func (s *Sequential) Close() error {
 		return ErrClosed
 	}
 	s.finish()
-	s.r.mu.Lock()
-	if s.r.seqs != nil {
-		delete(s.r.seqs, s)
-	}
-	s.r.mu.Unlock()
+	s.r.c.Untrack(s)
 	return nil
 }
 

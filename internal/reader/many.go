@@ -1,40 +1,38 @@
-package fileio
+package reader
 
 import (
-	"fmt"
 	"io"
 	"sync"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/internal/readbuf"
 )
 
-// manyDepth is how many reads of largeRead one long ReadAt keeps in
+// ManyDepth is how many reads of LargeRead one long ReadAt keeps in
 // flight: 1 MiB at a time, as a sequential O_DIRECT reader at QD4-8 of
 // 128-256 KiB reaches a disk's streaming rate.
-const manyDepth = 8
+const ManyDepth = 8
 
 // manyRequests holds readMany's staged requests between calls.
-var manyRequests = sync.Pool{New: func() any { return new([manyDepth]direct.Request) }}
+var manyRequests = sync.Pool{New: func() any { return new([ManyDepth]direct.Request) }}
 
 // readMany reads want at off, longer than a large buffer, through the
-// queue in pieces of a large buffer each, up to manyDepth in flight,
+// queue in pieces of a large buffer each, up to ManyDepth in flight,
 // copying each out in order as it completes. The caller has checked that
 // the file is on io_uring.
 func (r *Reader) readMany(want []byte, off int64) (int, error) {
-	q := r.queue()
+	q := r.Queue()
 	if q == nil {
 		return r.readVia(r.large, want, off)
 	}
 	type piece struct {
-		b      *readbuf.Buf
+		b      *Buf
 		lo, hi int64
 	}
 	end := off + int64(len(want))
 	span := aligned.Down(int64(r.large.Size()), r.align)
 	next := aligned.Down(off, r.align) // where the next piece starts
-	var ring [manyDepth]piece
+	var ring [ManyDepth]piece
 	head, inflight := 0, 0
 	var err error  // a read that failed: the bytes past it are not copied
 	var stop error // a piece that could not be submitted: the pieces before it are read
@@ -42,7 +40,7 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 	// the caller submits.
 	// The requests go to the queue through an interface, so their array
 	// would escape: pooled, a ReadAt allocates nothing (TestReadAtAllocs).
-	reqs := manyRequests.Get().(*[manyDepth]direct.Request)
+	reqs := manyRequests.Get().(*[ManyDepth]direct.Request)
 	defer manyRequests.Put(reqs)
 	stage := func(k int) bool {
 		b, gerr := r.large.GetAny()
@@ -51,12 +49,12 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 			return false
 		}
 		p := piece{b: b, lo: next, hi: min(next+span, aligned.Up(end, r.align))}
-		ring[(head+inflight+k)%manyDepth] = p
+		ring[(head+inflight+k)%ManyDepth] = p
 		reqs[k] = direct.Request{Op: direct.OpRead, Buf: b.Buf.Bytes()[:p.hi-p.lo], Off: p.lo, Done: b.Done}
 		next = p.hi
 		return true
 	}
-	// submit submits the k pieces staged, together: the first manyDepth
+	// submit submits the k pieces staged, together: the first ManyDepth
 	// at once with one io_uring_enter (direct.SubmitBatch), then one as
 	// each completes. The pieces the queue refuses give their buffers
 	// back, and the error ends the read after the bytes of those before.
@@ -67,7 +65,7 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		m, serr := direct.SubmitBatch(q, reqs[:k])
 		clear(reqs[:k])
 		for j := m; j < k; j++ {
-			r.large.Put(ring[(head+inflight+j)%manyDepth].b)
+			r.large.Put(ring[(head+inflight+j)%ManyDepth].b)
 		}
 		inflight += m
 		if serr != nil {
@@ -76,7 +74,7 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 	}
 	n := 0
 	k := 0
-	for stop == nil && k < manyDepth && next < end {
+	for stop == nil && k < ManyDepth && next < end {
 		if stage(k) {
 			k++
 		}
@@ -85,27 +83,22 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 	for inflight > 0 {
 		p := ring[head]
 		c := q.Await(p.b.Done)
-		head, inflight = (head+1)%manyDepth, inflight-1
+		head, inflight = (head+1)%ManyDepth, inflight-1
 		if err == nil {
-			m, cerr := readbuf.EndOK(c.N, c.Err)
-			if readbuf.UnsplitEIO(cerr) {
-				// A latent sector error: ReadAt reads the piece again
-				// sector by sector, keeping what can be read.
-				m, cerr = readbuf.EndOK(r.f.ReadAt(p.b.Buf.Bytes()[:p.hi-p.lo], p.lo))
-			}
+			m, cerr := r.SplitEIO(p.b.Buf.Bytes()[:p.hi-p.lo], p.lo, c.N, c.Err)
 			pos := off + int64(n)
 			switch {
 			case cerr != nil:
 				if p.lo+int64(m) > pos { // the bytes before bad sectors
 					n += copy(want[n:], p.b.Buf.Bytes()[pos-p.lo:m])
 				}
-				err = fmt.Errorf("fileio: reading %s at %d: %w", r.path, off+int64(n), cerr)
+				err = r.Errorf("reading %s at %d: %w", r.path, off+int64(n), cerr)
 			case p.lo+int64(m) <= pos:
-				err = fmt.Errorf("fileio: reading %s at %d: file ends at %d: %w", r.path, pos, p.lo+int64(m), io.ErrUnexpectedEOF)
+				err = r.Errorf("reading %s at %d: file ends at %d: %w", r.path, pos, p.lo+int64(m), io.ErrUnexpectedEOF)
 			default:
 				n += copy(want[n:], p.b.Buf.Bytes()[pos-p.lo:m])
 				if n < len(want) && p.lo+int64(m) < p.hi {
-					err = fmt.Errorf("fileio: reading %s at %d: file ends at %d: %w", r.path, off+int64(n), p.lo+int64(m), io.ErrUnexpectedEOF)
+					err = r.Errorf("reading %s at %d: file ends at %d: %w", r.path, off+int64(n), p.lo+int64(m), io.ErrUnexpectedEOF)
 				}
 			}
 		}

@@ -1,7 +1,4 @@
-// Package readbuf is the pool of aligned read buffers that fileio's and
-// blobio's Readers share the code of: each Reader keeps pools of its own,
-// bounded, allocated on first demand and freed by Close.
-package readbuf
+package reader
 
 import (
 	"github.com/dio-storage/dio/aligned"
@@ -18,20 +15,27 @@ type Buf struct {
 
 // A Pool hands out at most n Bufs of one size, allocated on first demand
 // and kept for reuse until Close: a Reader's read memory is at most that
-// many buffers, however many goroutines read.
+// many buffers, however many goroutines read. It is safe for concurrent
+// use, so that Readers of files with one alignment may share one
+// (Options.Small, Options.Large): the seam a memory budget shared by
+// many Readers plugs into.
 type Pool struct {
 	size, align int
 	tokens      chan struct{} // one per buffer that exists
 	idle        chan *Buf
 }
 
-// New returns a Pool of at most n buffers of size bytes, aligned to align.
-func New(n, size, align int) *Pool {
+// NewPool returns a Pool of at most n buffers of size bytes, aligned to
+// align.
+func NewPool(n, size, align int) *Pool {
 	return &Pool{size: size, align: align, tokens: make(chan struct{}, n), idle: make(chan *Buf, n)}
 }
 
 // Size returns the size of the Pool's buffers.
 func (p *Pool) Size() int { return p.size }
+
+// Align returns the memory alignment of the Pool's buffers.
+func (p *Pool) Align() int { return p.align }
 
 // Made returns how many of the Pool's buffers exist.
 func (p *Pool) Made() int { return len(p.tokens) }
@@ -71,8 +75,7 @@ func (p *Pool) TryGet() (*Buf, error) {
 
 // GetAny returns a pooled buffer if one is free or may still be made, else
 // one made for this read alone, which Put frees: a read never waits for
-// another's buffer. blobio's ReadBlob and ReadAt and fileio's ReadAt take
-// theirs this way, so that they never wait for a buffer a ReadBlobs caller
+// another's buffer. ReadAt and blobio's ReadBlob take theirs this way, so that they never wait for a buffer a ReadBlobs caller
 // holds while its fn runs: two ReadBlobs whose fns read again would
 // otherwise wait for each other for ever. A pooled buffer costs no
 // allocation once made.

@@ -1,4 +1,4 @@
-package readbuf
+package reader
 
 import (
 	"errors"
@@ -26,4 +26,15 @@ func UnsplitEIO(err error) bool {
 	}
 	var se *direct.SectorError
 	return errors.Is(err, syscall.EIO) && !errors.As(err, &se)
+}
+
+// BadSectors reports whether err names sectors that could not be read
+// (direct.SectorError), the bytes before them having been read. It
+// returns at once for nil, as UnsplitEIO does.
+func BadSectors(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *direct.SectorError
+	return errors.As(err, &se)
 }

@@ -1,4 +1,4 @@
-package readbuf
+package reader
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 
 // TestPool: at most n buffers exist; TryGet says so instead of waiting.
 func TestPool(t *testing.T) {
-	p := New(2, 4096, 4096)
+	p := NewPool(2, 4096, 4096)
 	a, err := p.Get()
 	require.NoError(t, err)
 	b, err := p.TryGet()
