@@ -111,6 +111,28 @@ func (w *Window) Holds(off int64) bool {
 	return w.used > 0 && w.slots[w.head].off <= off && off < w.ahead
 }
 
+// Frontier returns where the bytes the window has read stop, from the
+// read being consumed on: the start of the first read still in flight
+// (or failed), else the end of the last. A reader that goes on from
+// there is sequential. -1 when the window holds nothing.
+func (w *Window) Frontier() int64 {
+	end := int64(-1)
+	for i := range w.used {
+		s := &w.slots[(w.head+i)%len(w.slots)]
+		if s.inflight || s.err != nil {
+			return s.off
+		}
+		if end = s.off + int64(s.n); s.n < s.want {
+			break
+		}
+	}
+	return end
+}
+
+// Grown reports whether the window's reads have reached their longest:
+// a scan's, not a few reads that happened to follow each other.
+func (w *Window) Grown() bool { return w.grow == w.max }
+
 // Peek returns the bytes from off to the end of its read, if a read that
 // is done holds them, without moving the window or waiting; else nil.
 func (w *Window) Peek(off int64) []byte {
