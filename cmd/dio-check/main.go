@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	dio-check [-json] [-require direct] DIR...
+//	dio-check [probe] [-json] [-require direct] DIR...
 //	dio-check bench [-buffers 8KiB,64KiB] [-depth 0] [-duration 1s] [-fio=true] [-json] [-runs 1] [-size 128MiB] [-value 100B] [-workload seq-no-delta,seq,read] DIR
 //	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-lead 3] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] [-shape append] [-throttle RATE] [-writers 1] DIR
 //	dio-check help [bench | pressure]
@@ -124,6 +124,8 @@ func main() {
 func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	if len(args) > 0 {
 		switch args[0] {
+		case "probe":
+			return runProbe(args[1:], stdout, stderr, tmp)
 		case "bench":
 			return runBench(args[1:], stdout, stderr, tmp)
 		case "pressure":
@@ -153,6 +155,8 @@ func help(args []string, stdout io.Writer) error {
 	switch {
 	case len(args) == 0:
 		usage(stdout)
+	case len(args) == 1 && args[0] == "probe":
+		usage(stdout)
 	case len(args) == 1 && args[0] == "bench":
 		fs, _ := benchFlags()
 		printFlags(stdout, fs)
@@ -160,8 +164,8 @@ func help(args []string, stdout io.Writer) error {
 		fs, _ := pressureFlags()
 		printFlags(stdout, fs)
 	default:
-		return usageError{msg: fmt.Sprintf("help %s: the commands are bench and pressure", strings.Join(args, " ")),
-			synopsis: "usage: dio-check help [bench | pressure]", hint: helpHint("dio-check")}
+		return usageError{msg: fmt.Sprintf("help %s: the commands are probe, bench and pressure", strings.Join(args, " ")),
+			synopsis: "usage: dio-check help [probe | bench | pressure]", hint: helpHint("dio-check")}
 	}
 	return errHelp
 }
@@ -179,7 +183,7 @@ func usage(w io.Writer) {
 	for _, fs := range []*flag.FlagSet{bench, pressure} {
 		fmt.Fprintln(w, "      "+strings.TrimPrefix(synopsis(fs), "usage:"))
 	}
-	fmt.Fprintln(w, "       dio-check help [bench | pressure]")
+	fmt.Fprintln(w, "       dio-check help [probe | bench | pressure]")
 	fmt.Fprintln(w, "       dio-check -version")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The probe's flags:")
