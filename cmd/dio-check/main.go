@@ -6,12 +6,13 @@
 //	dio-check [probe] [-json] [-require direct] DIR...
 //	dio-check bench [-buffers 8KiB,64KiB] [-depth 0] [-duration 1s] [-fio=true] [-json] [-runs 1] [-size 128MiB] [-value 100B] [-workload seq-no-delta,seq,read] DIR
 //	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-lead 3] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] [-shape append] [-throttle RATE] [-writers 1] DIR
-//	dio-check help [bench | pressure]
+//	dio-check help [probe | bench | pressure]
 //	dio-check -version
 //
-// A first argument that names nothing and is one typo from a command
-// (dio-check bnech /tmp) is refused, with the command it meant, rather
-// than probed as a directory.
+// The probe is the command run when none is named, and may be named
+// (dio-check probe /tmp). A first argument that names nothing and is one
+// typo from a command (dio-check bnech /tmp) is refused, with the command
+// it meant, rather than probed as a directory.
 //
 // Flags may come before or after the directories ("--" ends them), and -h
 // or -help prints a command's usage and flags, as does help after it
@@ -27,13 +28,15 @@
 // It writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
 // SIGINT and SIGTERM) and reports the filesystem, its block device, the
-// direct-I/O alignment, whether O_DIRECT, io_uring and RWF_DONTCACHE work,
-// and the mode dio would choose. The bench reproduces Neon's bench_ingest
-// on DIR, and random blob reads; its progress goes to stderr, a live line
-// on a terminal, a line per run otherwise. Pressure measures, in a memory
-// cgroup, what each engine's ingest does to a co-tenant (a process of its
-// own) reading a warm file through the page cache, beside a busy CPU for
-// reference and with the CPU time the hypervisor took; it needs root.
+// direct-I/O alignment, whether O_DIRECT, io_uring and RWF_DONTCACHE
+// work, and the mode dio would choose: those answers are
+// fallback.ProbeFile's, the library's own choice, not a second guess at
+// it. The bench reproduces Neon's bench_ingest on DIR, and random blob
+// reads; its progress goes to stderr, a live line on a terminal, a line
+// per run otherwise. Pressure measures, in a memory cgroup, what each
+// engine's ingest does to a co-tenant (a process of its own) reading a
+// warm file through the page cache, beside a busy CPU for reference and
+// with the CPU time the hypervisor took; it needs root.
 //
 // Exit status: 0 done (and after -h); 1 a -require was not met; 2 bad
 // usage or a directory that cannot be probed (even with a -require unmet);
