@@ -17,6 +17,7 @@ import (
 	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/benchkit"
 )
 
 // The read section's shape, from issue 13's targets: one reader and 16
@@ -205,7 +206,7 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		}
 		// fio reads the device, which DropCache leaves no page cache in front of
 		// for O_DIRECT; it is dropped for symmetry with the other rows.
-		if err := ingest.DropCache(path); err != nil {
+		if err := benchkit.DropCache(path); err != nil {
 			return res, err
 		}
 		var sizing []string

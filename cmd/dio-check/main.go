@@ -294,6 +294,14 @@ func (t *tempFiles) start(cmd *exec.Cmd) error {
 	return nil
 }
 
+// run starts cmd as start does and waits for it.
+func (t *tempFiles) run(cmd *exec.Cmd) error {
+	if err := t.start(cmd); err != nil {
+		return err
+	}
+	return t.wait(cmd)
+}
+
 // wait waits for cmd, started with start, and forgets its process.
 func (t *tempFiles) wait(cmd *exec.Cmd) error {
 	err := cmd.Wait()

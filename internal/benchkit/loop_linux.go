@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"errors"
@@ -12,37 +12,38 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// loopDevice is an ext4 filesystem on a loop device over a file, made for
-// one throttled pressure run and removed after it: the slow disk that
-// -throttle measures on, the same on any machine with loop devices.
-type loopDevice struct {
+// A LoopDevice is an ext4 filesystem on a loop device over a file, made
+// for one measurement and removed after it: a disk of its own (dio-check
+// pressure -throttle limits its writes), the same on any machine with
+// loop devices.
+type LoopDevice struct {
 	img    string   // the backing file
 	dev    string   // /dev/loopN
-	majMin string   // the device's number, "MAJ:MIN", for the throttle rule
-	mnt    string   // where the filesystem is mounted
+	MajMin string   // the device's number, "MAJ:MIN", for a throttle rule
+	Mnt    string   // where the filesystem is mounted
 	loop   *os.File // the loop device, open until it is detached
-	// unthrottle, once the caller has limited the device's writes,
-	// takes the limit off; remove calls it before it detaches the
+	// Unthrottle, once the caller has limited the device's writes,
+	// takes the limit off; Remove calls it before it detaches the
 	// device, which a later user of the same number must find free.
-	unthrottle func() error
+	Unthrottle func() error
 }
 
-// loopTries bounds makeLoopDevice's attempts at a free loop device that
+// loopTries bounds MakeLoopDevice's attempts at a free loop device that
 // another process may take between LOOP_CTL_GET_FREE and LOOP_CONFIGURE.
 const loopTries = 10
 
-// makeLoopDevice makes a file of size bytes in dir, a loop device over it
+// MakeLoopDevice makes a file of size bytes in dir, a loop device over it
 // (with direct I/O, so that the backing file's page cache does not
 // double the device's), an ext4 filesystem on it, and mounts it on a new
 // directory in dir. On an error it removes what it made.
-func makeLoopDevice(dir string, size int64) (d *loopDevice, err error) {
-	d = &loopDevice{}
+func MakeLoopDevice(dir string, size int64) (d *LoopDevice, err error) {
+	d = &LoopDevice{}
 	defer func() {
 		if err != nil {
-			d.remove()
+			d.Remove()
 		}
 	}()
-	img, err := os.CreateTemp(dir, ".dio-pressure-device-*.img")
+	img, err := os.CreateTemp(dir, ".dio-loop-*.img")
 	if err != nil {
 		return nil, err
 	}
@@ -60,25 +61,25 @@ func makeLoopDevice(dir string, size int64) (d *loopDevice, err error) {
 	// tables small.
 	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-N", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", d.dev).CombinedOutput()
 	if err != nil {
-		// One line: the reason is printed as pressure's exit-2 line.
+		// One line: the reason fits a one-line error.
 		return nil, fmt.Errorf("mkfs.ext4 %s: %w: %s", d.dev, err, strings.Join(strings.Fields(string(out)), " "))
 	}
-	if d.mnt, err = os.MkdirTemp(dir, ".dio-pressure-mnt-"); err != nil {
+	if d.Mnt, err = os.MkdirTemp(dir, ".dio-loop-mnt-"); err != nil {
 		return nil, err
 	}
 	// discard hands the blocks of removed files back to the backing
 	// file (a hole punched in it), which so stays about as large as
 	// what the filesystem holds.
-	if err := unix.Mount(d.dev, d.mnt, "ext4", 0, "discard"); err != nil {
-		os.Remove(d.mnt)
-		d.mnt = ""
+	if err := unix.Mount(d.dev, d.Mnt, "ext4", 0, "discard"); err != nil {
+		os.Remove(d.Mnt)
+		d.Mnt = ""
 		return nil, fmt.Errorf("mounting %s: %w", d.dev, err)
 	}
 	return d, nil
 }
 
 // attach binds a free loop device to img.
-func (d *loopDevice) attach(img *os.File) error {
+func (d *LoopDevice) attach(img *os.File) error {
 	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("no loop devices: %w", err)
@@ -95,7 +96,7 @@ func (d *loopDevice) attach(img *os.File) error {
 			return err
 		}
 		// Autoclear detaches the device when its last user closes it:
-		// a dio-check killed outright leaves the mount, but no device
+		// a process killed outright leaves the mount, but no device
 		// behind it once that is unmounted.
 		cfg := unix.LoopConfig{Fd: uint32(img.Fd()), Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR | unix.LO_FLAGS_DIRECT_IO}}
 		copy(cfg.Info.File_name[:], d.img)
@@ -114,7 +115,7 @@ func (d *loopDevice) attach(img *os.File) error {
 			return err
 		}
 		d.loop, d.dev = f, dev
-		d.majMin = fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+		d.MajMin = fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 		return nil
 	}
 }
@@ -123,21 +124,21 @@ func (d *loopDevice) attach(img *os.File) error {
 // process killed a moment ago may still hold a file there.
 const umountTries = 100
 
-// remove takes the throttle off, unmounts the filesystem, detaches the
+// Remove takes the throttle off, unmounts the filesystem, detaches the
 // loop device and removes its file and the mount point, as far as they
 // were made; it can be called again.
-func (d *loopDevice) remove() error {
+func (d *LoopDevice) Remove() error {
 	var errs []error
-	if d.unthrottle != nil {
-		if err := d.unthrottle(); err != nil {
+	if d.Unthrottle != nil {
+		if err := d.Unthrottle(); err != nil {
 			errs = append(errs, err)
 		}
-		d.unthrottle = nil
+		d.Unthrottle = nil
 	}
-	if d.mnt != "" {
+	if d.Mnt != "" {
 		var err error
 		for range umountTries {
-			if err = unix.Unmount(d.mnt, 0); !errors.Is(err, unix.EBUSY) {
+			if err = unix.Unmount(d.Mnt, 0); !errors.Is(err, unix.EBUSY) {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -146,15 +147,15 @@ func (d *loopDevice) remove() error {
 			// Detached from the tree now, the filesystem goes, and
 			// with it (autoclear) the device, when its last file
 			// closes.
-			err = unix.Unmount(d.mnt, unix.MNT_DETACH)
+			err = unix.Unmount(d.Mnt, unix.MNT_DETACH)
 		}
 		if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted
-			errs = append(errs, fmt.Errorf("unmounting %s: %w", d.mnt, err))
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", d.Mnt, err))
 		}
-		if err := os.Remove(d.mnt); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(d.Mnt); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
-		d.mnt = ""
+		d.Mnt = ""
 	}
 	if d.loop != nil {
 		// ENXIO: autoclear detached it already.
@@ -173,7 +174,7 @@ func (d *loopDevice) remove() error {
 	return errors.Join(errs...)
 }
 
-// deviceName describes the device for the table's header.
-func (d *loopDevice) String() string {
-	return fmt.Sprintf("%s (%s) over %s", d.dev, d.majMin, filepath.Base(d.img))
+// String describes the device for a table's header.
+func (d *LoopDevice) String() string {
+	return fmt.Sprintf("%s (%s) over %s", d.dev, d.MajMin, filepath.Base(d.img))
 }

@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -462,4 +463,53 @@ func TestThrottleWrites(t *testing.T) {
 		assert.ErrorIs(t, c.ThrottleWrites("7:3", 1<<20), ErrNoThrottle)
 		require.NoError(t, c.Remove())
 	})
+}
+
+// TestLimitCacheRef: SetLimit sets and lifts the memory limit in each
+// version's file; PageCache reads each version's memory.stat key; a Ref
+// opens the same cgroup elsewhere (a child process); Parent is where New
+// makes its cgroups.
+func TestLimitCacheRef(t *testing.T) {
+	for _, v := range []Version{V1, V2} {
+		t.Run(fmt.Sprint("v", int(v)), func(t *testing.T) {
+			f := newFake(t, v)
+			r := Roots{V2: f.root}
+			limit, key := "memory.max", "file"
+			if v == V1 {
+				r, limit, key = Roots{V1Memory: f.root}, "memory.limit_in_bytes", "cache"
+			}
+			parent, err := Parent(f, r)
+			require.NoError(t, err)
+			c, err := New(f, r, "dio-test", 1<<30)
+			require.NoError(t, err)
+			assert.Equal(t, parent, filepath.Dir(c.Dir), "Parent says where New makes cgroups")
+			require.NoError(t, c.SetLimit(-1))
+			want := "-1"
+			if v == V2 {
+				want = "max"
+			}
+			got, err := os.ReadFile(filepath.Join(c.Dir, limit))
+			require.NoError(t, err)
+			assert.Equal(t, want, strings.TrimSpace(string(got)))
+			require.NoError(t, c.SetLimit(1<<20))
+			n, err := c.Limit()
+			require.NoError(t, err)
+			assert.EqualValues(t, 1<<20, n)
+
+			stat := "anon 7\n" + key + " 12288\nother 3\n"
+			require.NoError(t, os.WriteFile(filepath.Join(c.Dir, "memory.stat"), []byte(stat), 0o644))
+			n, err = c.PageCache()
+			require.NoError(t, err)
+			assert.EqualValues(t, 12288, n)
+
+			o, err := OpenRef(f, c.Ref())
+			require.NoError(t, err)
+			assert.Equal(t, c.Dir, o.Dir)
+			assert.Equal(t, v, o.Version)
+			assert.Equal(t, filepath.Join(c.Dir, "cgroup.procs"), o.Procs())
+			_, err = OpenRef(f, "v3:"+c.Dir)
+			assert.Error(t, err)
+			require.NoError(t, c.Remove())
+		})
+	}
 }

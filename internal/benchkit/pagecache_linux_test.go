@@ -1,4 +1,4 @@
-package ingest
+package benchkit
 
 import (
 	"os"
@@ -98,4 +98,38 @@ func TestDropCacheMemoryFS(t *testing.T) {
 	pages, err := cachedPages(f)
 	require.NoError(t, err)
 	assert.Equal(t, int64(16), pages)
+}
+
+// memoryFS reports whether the test filesystem keeps files in memory,
+// where nothing can be dropped from the page cache.
+func memoryFS() bool { return testenv.FS() == "tmpfs" || testenv.FS() == "ramfs" }
+
+// TestResidency: Resident, ResidentPath and a Residency agree on a file
+// read whole into the page cache (all of it), and, but on a memory
+// filesystem, once DropCache has dropped it (none).
+func TestResidency(t *testing.T) {
+	path, f := cachedFile(t, 16)
+	size := int64(16 * os.Getpagesize())
+	res, err := NewResidency(f, size)
+	require.NoError(t, err)
+	defer res.Close()
+	check := func(want int64) {
+		t.Helper()
+		n, total, err := Resident(f.Fd(), size)
+		require.NoError(t, err)
+		assert.Equal(t, want, n)
+		assert.Equal(t, size, total)
+		n, total, err = ResidentPath(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, n)
+		assert.Equal(t, size, total)
+		frac, err := res.Fraction()
+		require.NoError(t, err)
+		assert.InDelta(t, float64(want)/float64(size), frac, 1e-9)
+	}
+	check(size)
+	require.NoError(t, DropCache(path))
+	if !memoryFS() {
+		check(0)
+	}
 }

@@ -1,6 +1,6 @@
-// Package cgroup makes the memory cgroup dio-check pressure runs its work
-// in: cgroup v2 where the unified hierarchy has the memory controller, else
-// the v1 memory hierarchy. The cgroup goes under the caller's own, as
+// Package cgroup makes the memory cgroups that dio-check pressure and
+// pebble-bench run their work in: cgroup v2 where the unified hierarchy
+// has the memory controller, else the v1 memory hierarchy. The cgroup goes under the caller's own, as
 // systemd-run --scope puts a scope in the caller's slice, so that a tool
 // run in a delegated subtree stays inside it; what New enables on the way
 // (v2's controllers in a parent's cgroup.subtree_control) Remove takes back,
@@ -389,6 +389,81 @@ func Open(fsys FS, dir string, v Version) *Cgroup {
 
 // Join moves the process pid (all its threads) into the cgroup.
 func (c *Cgroup) Join(pid int) error { return c.write("cgroup.procs", strconv.Itoa(pid)) }
+
+// Procs returns the path of the cgroup's cgroup.procs, which a process
+// writes its pid to to join it (a shell before it execs a command).
+func (c *Cgroup) Procs() string { return filepath.Join(c.Dir, "cgroup.procs") }
+
+// Ref names the cgroup for a child process, "v1:DIR" or "v2:DIR", which
+// OpenRef opens there.
+func (c *Cgroup) Ref() string { return fmt.Sprintf("v%d:%s", c.Version, c.Dir) }
+
+// OpenRef opens the cgroup ref (Ref) names, as Open does.
+func OpenRef(fsys FS, ref string) (*Cgroup, error) {
+	v, dir, ok := strings.Cut(ref, ":")
+	switch {
+	case ok && v == "v1":
+		return Open(fsys, dir, V1), nil
+	case ok && v == "v2":
+		return Open(fsys, dir, V2), nil
+	}
+	return nil, fmt.Errorf("cgroup: %q names no cgroup", ref)
+}
+
+// SetLimit changes the memory limit to limit bytes; -1 lifts it.
+func (c *Cgroup) SetLimit(limit int64) error {
+	v := strconv.FormatInt(limit, 10)
+	if c.Version == V2 {
+		if limit < 0 {
+			v = "max"
+		}
+		return c.write("memory.max", v)
+	}
+	return c.write("memory.limit_in_bytes", v)
+}
+
+// PageCache returns the page cache charged to the cgroup: memory.stat's
+// cache (v1) or file (v2).
+func (c *Cgroup) PageCache() (int64, error) {
+	key := "cache "
+	if c.Version == V2 {
+		key = "file "
+	}
+	data, err := c.fs.ReadFile(filepath.Join(c.Dir, "memory.stat"))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("cgroup: no %q in memory.stat", strings.TrimSpace(key))
+}
+
+// Parent returns where New makes its cgroups on r: the caller's own
+// cgroup on v1; on v2 the nearest of it and its ancestors that hands the
+// memory controller down, else the caller's own, where New would enable
+// it.
+func Parent(fsys FS, r Roots) (string, error) {
+	root, v, err := Choose(fsys, r)
+	switch {
+	case err != nil:
+		return "", err
+	case v == V1:
+		return own(fsys, root, r.SelfV1Memory), nil
+	}
+	ownDir := own(fsys, root, r.SelfV2)
+	for dir := ownDir; len(dir) >= len(root); dir = filepath.Dir(dir) {
+		if sub, err := fsys.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && hasWord(sub, "memory") {
+			return dir, nil
+		}
+		if dir == root {
+			break
+		}
+	}
+	return ownDir, nil
+}
 
 // Limit returns the memory limit in bytes.
 func (c *Cgroup) Limit() (int64, error) {

@@ -1,8 +1,10 @@
 //go:build linux
 
-package ingest
+package benchkit
 
 import (
+	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,4 +20,16 @@ func ProcessCPU() (d time.Duration, ok bool) {
 		return 0, false
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
+
+// ChildCPU returns the CPU time a finished child used, counted as
+// ProcessCPU counts ours (wait4's rusage of the child, its threads and
+// io-wq workers included): fio's own usr/sys figures leave its io-wq
+// workers out.
+func ChildCPU(p *os.ProcessState) time.Duration {
+	ru, ok := p.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,4 +1,4 @@
-package ingest
+package benchkit
 
 import (
 	"os"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// resident returns how many of the file's size bytes sit in the page cache
+// Resident returns how many of the file's size bytes sit in the page cache
 // (mincore over a mapping that faults nothing in), and size.
-func resident(fd uintptr, size int64) (int64, int64, error) {
+func Resident(fd uintptr, size int64) (int64, int64, error) {
 	if size == 0 {
 		return 0, 0, nil
 	}
@@ -21,10 +21,8 @@ func resident(fd uintptr, size int64) (int64, int64, error) {
 	defer unix.Munmap(m)
 	page := int64(os.Getpagesize())
 	vec := make([]byte, (size+page-1)/page)
-	// x/sys has no Mincore wrapper on Linux.
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
-	if errno != 0 {
-		return 0, size, os.NewSyscallError("mincore", errno)
+	if err := mincore(m, vec); err != nil {
+		return 0, size, err
 	}
 	var pages int64
 	for _, v := range vec {
@@ -47,8 +45,8 @@ func Settle(dir string) error {
 
 // DropCache drops the file at path from the page cache
 // (posix_fadvise POSIX_FADV_DONTNEED), so that the next read of it goes
-// to the device. Only clean pages are dropped: a file written and synced,
-// as WriteBlobFile leaves it, goes entirely.
+// to the device. Only clean pages are dropped: a file written and synced
+// goes entirely.
 //
 // fadvise passes over a page it cannot take at that moment, one still
 // being read in or held by reclaim or compaction, and that page stays
@@ -96,7 +94,65 @@ func cachedPages(f *os.File) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, _, err := resident(f.Fd(), st.Size())
+	n, _, err := Resident(f.Fd(), st.Size())
 	page := int64(os.Getpagesize())
 	return (n + page - 1) / page, err // a partial last page is a page
+}
+
+// ResidentPath returns how many bytes of the file at path sit in the page
+// cache, and its size.
+func ResidentPath(path string) (int64, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	return Resident(f.Fd(), st.Size())
+}
+
+// A Residency tells which part of a file sits in the page cache, through
+// one mapping that faults nothing in (mincore), for a caller that asks
+// again and again.
+type Residency struct {
+	m   []byte
+	vec []byte
+}
+
+// NewResidency maps size bytes of f, which Close unmaps.
+func NewResidency(f *os.File, size int64) (*Residency, error) {
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, os.NewSyscallError("mmap", err)
+	}
+	page := int64(os.Getpagesize())
+	return &Residency{m: m, vec: make([]byte, (size+page-1)/page)}, nil
+}
+
+// Fraction returns the fraction of the file's pages resident now.
+func (r *Residency) Fraction() (float64, error) {
+	if err := mincore(r.m, r.vec); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range r.vec {
+		n += int(v & 1)
+	}
+	return float64(n) / float64(len(r.vec)), nil
+}
+
+// Close unmaps the file.
+func (r *Residency) Close() { unix.Munmap(r.m) }
+
+// mincore fills vec with the residency of m's pages; x/sys has no Mincore
+// wrapper on Linux.
+func mincore(m, vec []byte) error {
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		return os.NewSyscallError("mincore", errno)
+	}
+	return nil
 }

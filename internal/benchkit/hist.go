@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"encoding/json"
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// histogram records latencies in log-linear buckets, as HdrHistogram does:
+// A Histogram records latencies in log-linear buckets, as HdrHistogram does:
 // exact below 2^subBits nanoseconds, then 2^subBits buckets per power of
 // two, so a value read back is within 1/16 (6.25%) of the true one. It
 // takes any number of samples in constant memory and time per sample.
-type histogram struct {
+type Histogram struct {
 	counts [histBuckets]uint64
 	n      uint64
 	max    time.Duration
@@ -52,22 +52,22 @@ func bucketHigh(i int) int64 {
 	return bucketLow(i+1) - 1
 }
 
-// record adds one sample.
-func (h *histogram) record(d time.Duration) {
+// Record adds one sample.
+func (h *Histogram) Record(d time.Duration) {
 	h.counts[bucketOf(int64(d))]++
 	h.n++
 	h.max = max(h.max, d)
 }
 
-// histJSON is a histogram as the co-tenant process sends it: the
-// buckets that hold samples, by index.
+// histJSON is a Histogram as JSON carries it from a process that
+// measured to one that reports: the buckets that hold samples, by index.
 type histJSON struct {
 	Counts map[int]uint64 `json:"counts"`
 	N      uint64         `json:"n"`
 	MaxNs  int64          `json:"max_ns"`
 }
 
-func (h *histogram) MarshalJSON() ([]byte, error) {
+func (h *Histogram) MarshalJSON() ([]byte, error) {
 	j := histJSON{Counts: map[int]uint64{}, N: h.n, MaxNs: int64(h.max)}
 	for i, c := range h.counts {
 		if c > 0 {
@@ -77,12 +77,12 @@ func (h *histogram) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-func (h *histogram) UnmarshalJSON(data []byte) error {
+func (h *Histogram) UnmarshalJSON(data []byte) error {
 	var j histJSON
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*h = histogram{n: j.N, max: time.Duration(j.MaxNs)}
+	*h = Histogram{n: j.N, max: time.Duration(j.MaxNs)}
 	var sum uint64
 	for i, c := range j.Counts {
 		if i < 0 || i >= histBuckets {
@@ -97,8 +97,8 @@ func (h *histogram) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// merge adds o's samples.
-func (h *histogram) merge(o *histogram) {
+// Merge adds o's samples.
+func (h *Histogram) Merge(o *Histogram) {
 	for i, c := range o.counts {
 		h.counts[i] += c
 	}
@@ -106,10 +106,10 @@ func (h *histogram) merge(o *histogram) {
 	h.max = max(h.max, o.max)
 }
 
-// quantile returns the value at or below which a fraction q of the
+// Quantile returns the value at or below which a fraction q of the
 // samples lie: the highest value of the bucket holding the sample of rank
 // ceil(q·n), capped at the largest sample. 0 without samples.
-func (h *histogram) quantile(q float64) time.Duration {
+func (h *Histogram) Quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}
@@ -125,27 +125,27 @@ func (h *histogram) quantile(q float64) time.Duration {
 	return h.max
 }
 
-// histPoint is one non-empty bucket: its highest value and how many
+// A HistPoint is one non-empty bucket: its highest value and how many
 // samples it holds, which is all a plot needs.
-type histPoint struct {
+type HistPoint struct {
 	HighNs int64  `json:"high_ns"`
 	Count  uint64 `json:"count"`
 }
 
-// points returns the non-empty buckets in order.
-func (h *histogram) points() []histPoint {
-	var ps []histPoint
+// Points returns the non-empty buckets in order.
+func (h *Histogram) Points() []HistPoint {
+	var ps []HistPoint
 	for i, c := range h.counts {
 		if c > 0 {
-			ps = append(ps, histPoint{min(bucketHigh(i), int64(h.max)), c})
+			ps = append(ps, HistPoint{min(bucketHigh(i), int64(h.max)), c})
 		}
 	}
 	return ps
 }
 
-// fromPoints rebuilds a histogram from its points.
-func fromPoints(ps []histPoint) *histogram {
-	h := new(histogram)
+// FromPoints rebuilds a Histogram from its points.
+func FromPoints(ps []HistPoint) *Histogram {
+	h := new(Histogram)
 	for _, p := range ps {
 		h.counts[bucketOf(p.HighNs)] += p.Count
 		h.n += p.Count
@@ -153,3 +153,9 @@ func fromPoints(ps []histPoint) *histogram {
 	}
 	return h
 }
+
+// Count returns the number of samples.
+func (h *Histogram) Count() uint64 { return h.n }
+
+// Max returns the largest sample.
+func (h *Histogram) Max() time.Duration { return h.max }
