@@ -107,7 +107,8 @@
 // blob costs 4 bytes more (12 with zstd). Checksums do not find a blob
 // that is missing whole, such as a tail lost with a Sync that never ran:
 // only the size a service recorded (Writer.Synced) says what should be
-// there. A file is read with the Checksum it was written with, and
-// nothing in it says which: see Options.Checksum for what a mismatch
-// does.
+// there. A file is read with the Checksum it was written with, which
+// nothing in it records but its blobs' seals: Open refuses a checksummed
+// file opened without Checksum, telling it by its first blob; see
+// Options.Checksum for what each mismatch does.
 package blobio

@@ -85,7 +85,9 @@ type Reader struct {
 // service counted on are gone: Open fails with an error matching both
 // ErrInvalidOptions and io.ErrUnexpectedEOF. A negative Size or BufferSize,
 // or a BufferSize (a Scanner's read) over fileio.MaxBufferSize, fails with
-// ErrInvalidOptions.
+// ErrInvalidOptions, and so does a file written with Options.Checksum
+// opened without it, which Open tells by its first blob's seal (see
+// Options.Checksum).
 func Open(path string, o *Options) (*Reader, error) {
 	if o != nil && (o.Size < 0 || o.BufferSize < 0 || o.BufferSize > appender.MaxBufferSize) {
 		return nil, fmt.Errorf("%w: Size %d, BufferSize %d (at most %d)", ErrInvalidOptions, o.Size, o.BufferSize, appender.MaxBufferSize)
@@ -105,7 +107,29 @@ func Open(path string, o *Options) (*Reader, error) {
 	}
 	r := &Reader{c: c, scanSize: aligned.Up(scan, int(c.Block())), sum: opts.Checksum}
 	r.guess.Store(firstGuess)
+	if !r.sum && r.sealedFirst() {
+		r.Close()
+		return nil, fmt.Errorf("%w: the first blob of %s carries a CRC32C seal: the file was written with Options.Checksum, and is read with it", ErrInvalidOptions, path)
+	}
 	return r, nil
+}
+
+// sealCheck is how far into a file Open looks for its first blob's seal.
+const sealCheck = 64 << 10
+
+// sealedFirst reports whether the file's first blob, when it lies within
+// the first sealCheck bytes, ends in a valid seal: a file written with
+// Options.Checksum (a blob written without one passes by the chance of
+// 1 in 2^32 that its last 4 bytes match the CRC32C of the rest).
+func (r *Reader) sealedFirst() bool {
+	buf := make([]byte, min(r.c.Size(), sealCheck))
+	n, _ := r.c.ReadAt(buf, 0)
+	hs, stored, c, err := DecodeHeader(buf[:n])
+	if err != nil || stored < crcSize || hs+stored > n {
+		return false
+	}
+	_, err = unseal(buf[hs:hs+stored], c)
+	return err == nil
 }
 
 // Size returns the size the Reader reads up to: Options.Size, or the size

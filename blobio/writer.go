@@ -74,15 +74,16 @@ type Options struct {
 	// is an error matching ErrCorrupt, never data.
 	//
 	// A file must be read (and given to OpenAppend) with the Checksum it
-	// was written with: the file does not record it (Neon's format has
-	// no file header), so no Reader can tell. Written with it and read
-	// without, an uncompressed blob comes back with its 4-byte CRC after
-	// the payload, and no error (a zstd blob still decodes to its
-	// payload). Written without it and read with it, every blob is an
-	// error matching ErrCorrupt whose message says the file may have
-	// been written without Checksum, but for a Scanner without Size over
-	// a file of one blob, which takes it for a torn tail: no blobs, Torn
-	// true, a nil Err.
+	// was written with, which it does not record (Neon's format has no
+	// file header). Written with it and opened without, it is refused:
+	// Open finds its first blob sealed and fails with an error matching
+	// ErrInvalidOptions that names Checksum (where the first blob lies
+	// past the first 64 KiB, Open cannot look, and an uncompressed blob
+	// comes back with its 4-byte CRC after the payload). Written without
+	// it and read with it, every blob is an error matching ErrCorrupt
+	// whose message says the file may have been written without
+	// Checksum, but for a Scanner without Size over a file of one blob,
+	// which takes it for a torn tail: no blobs, Torn true, a nil Err.
 	Checksum bool
 }
 
