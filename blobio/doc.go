@@ -101,13 +101,15 @@
 // changed header, a read at an offset that is not a blob's, all fail
 // with an error matching ErrCorrupt (a *CorruptError naming the offset),
 // never as data, but for the one chance in 2^32 that random bytes carry
-// a matching CRC. After a crash a Scanner without Options.Size stops at a
-// torn last blob, as it stops at zeros, and says so (Scanner.Torn,
-// Scanner.End); with Options.Size a mismatch is always an error. Each
-// blob costs 4 bytes more (12 with zstd). Checksums do not find a blob
-// that is missing whole, such as a tail lost with a Sync that never ran:
-// only the size a service recorded (Writer.Synced) says what should be
-// there. A file is read with the Checksum it was written with, which
+// a matching CRC. After a crash a Scanner without Options.Size stops at
+// the first blob the crash tore, as it stops at zeros, and says so
+// (Scanner.Torn, Scanner.End): a blob whose checksum fails where the
+// written data ends within 1 MiB after it, whatever sectors of the torn
+// writes landed in between; with Options.Size a mismatch is always an
+// error. Each blob costs 4 bytes more (12 with zstd). Checksums do not
+// find a blob that is missing whole, such as a tail lost with a Sync that
+// never ran: only the size a service recorded (Writer.Synced) says what
+// should be there. A file is read with the Checksum it was written with, which
 // nothing in it records but its blobs' seals: Open refuses a checksummed
 // file opened without Checksum, telling it by its first blob; see
 // Options.Checksum for what each mismatch does.

@@ -24,7 +24,7 @@ type Scanner struct {
 	size    int64 // where the blobs end
 	bounded bool  // size is a logical size: a 0x00 byte is an empty blob
 	sum     bool  // the Reader checks seals (Options.Checksum)
-	torn    bool  // the scan ended at a torn last blob (see Torn)
+	torn    bool  // the scan ended at a torn blob (see Torn)
 	dec     *decoderPool
 	started bool // the window started reading
 
@@ -61,7 +61,8 @@ func scanWindow(read int) reader.WindowOptions {
 // blobs. Over a Reader opened with Options.Size, the scan ends at that size
 // and a 0x00 byte is an empty blob, as in files written by Neon. Over a
 // Reader opened with Options.Checksum, every blob's checksum is checked,
-// and without Options.Size a torn last blob ends the scan too (see Torn).
+// and without Options.Size the first blob a crash tore ends the scan too
+// (see Torn).
 func NewScanner(r *Reader) *Scanner { return NewScannerAt(r, 0) }
 
 // NewScannerAt returns a Scanner over r's blobs starting with the one at
