@@ -73,8 +73,9 @@ type ReadResult struct {
 	// cache when the run ended; it started at none (see DropCache), or
 	// all with Cached. A direct run leaves none, except on btrfs: it reads
 	// the rest of a direct read through the page cache when the buffer's
-	// pages were being moved (compaction) on two tries running
-	// (btrfs_direct_read), up to a merged read's span and its read-ahead.
+	// pages are absent on two tries running (btrfs_direct_read; moved by
+	// compaction, now and then), up to a merged read's span and its
+	// read-ahead (docs/performance.md).
 	PageCacheBytes int64
 }
 
