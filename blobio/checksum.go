@@ -237,7 +237,7 @@ func (s *Scanner) dataEnds(off int64) bool {
 	limit := min(s.size, off+tornSpan)
 	run := int64(0) // zeros in a row, up to pos
 	for pos := off; pos < limit; {
-		b, err := s.w.Next(pos)
+		b, err := s.chunk(pos)
 		if err != nil {
 			return false
 		}

@@ -31,6 +31,8 @@ type Scanner struct {
 	pos     int64 // offset of the next blob
 	off     int64 // offset of the current blob
 	blob    []byte
+	cur     []byte // the window's bytes from curOff to the end of the read the scan is in
+	curOff  int64
 	scratch []byte // a blob straddling reads, assembled
 	decoded []byte
 	err     error
@@ -102,7 +104,7 @@ func NewScannerReaderAt(ra io.ReaderAt, off, size int64) *Scanner {
 // bytes returns the n stream bytes at off, from the window, assembling
 // them in a copy when they straddle its reads.
 func (s *Scanner) bytes(off int64, n int) ([]byte, error) {
-	b, err := s.w.Next(off)
+	b, err := s.chunk(off)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +113,24 @@ func (s *Scanner) bytes(off int64, n int) ([]byte, error) {
 	}
 	s.scratch = append(s.scratch[:0], b...)
 	for len(s.scratch) < n {
-		if b, err = s.w.Next(off + int64(len(s.scratch))); err != nil {
+		if b, err = s.chunk(off + int64(len(s.scratch))); err != nil {
 			return nil, err
 		}
 		s.scratch = append(s.scratch, b[:min(len(b), n-len(s.scratch))]...)
 	}
 	return s.scratch, nil
+}
+
+// chunk returns the window's bytes from off to the end of a read: from
+// the read the scan is in while it holds off, so that the window is
+// asked only when the scan moves on to the next read.
+func (s *Scanner) chunk(off int64) ([]byte, error) {
+	if d := off - s.curOff; d >= 0 && d < int64(len(s.cur)) {
+		return s.cur[d:], nil
+	}
+	b, err := s.w.Next(off)
+	s.cur, s.curOff = b, off
+	return b, err
 }
 
 // Scan advances to the next blob, which Bytes then returns. It returns
@@ -247,7 +261,7 @@ func (s *Scanner) finish(err error) {
 	if s.err == nil {
 		s.err = err
 	}
-	s.blob = nil
+	s.blob, s.cur = nil, nil
 	s.w.Close()
 	if s.r == nil {
 		s.dec.close()
