@@ -216,7 +216,7 @@ func Create(dir string, o *Options) (*File, error) {
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Context: opts.Context, Retry: opts.Retry}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Context: opts.Context, Retry: opts.Retry, IO: opts.IO}
 	if err := opts.validate(ao); err != nil {
 		return nil, err
 	}
@@ -248,13 +248,10 @@ func Create(dir string, o *Options) (*File, error) {
 }
 
 // validate refuses, before any file exists, Options that no file could
-// use: the appender's checks of sizes and counts, the policy, and a Pool
+// use: the appender's checks of the policy, sizes and counts, and a Pool
 // that no O_DIRECT file could take when the policy demands O_DIRECT.
 // appender.New checks the Pool against the file's own alignment.
 func (o *Options) validate(ao appender.Options) error {
-	if !o.IO.Valid() {
-		return fmt.Errorf("%w: unknown IO policy %v", ErrInvalidOptions, o.IO)
-	}
 	if err := ao.Validate(); err != nil {
 		return appender.WrapInvalid(err, ErrInvalidOptions)
 	}

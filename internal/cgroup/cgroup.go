@@ -474,15 +474,6 @@ func (c *Cgroup) Limit() (int64, error) {
 	return c.readInt(file)
 }
 
-// Usage returns the memory charged to the cgroup now, page cache included.
-func (c *Cgroup) Usage() (int64, error) {
-	file := "memory.current"
-	if c.Version == V1 {
-		file = "memory.usage_in_bytes"
-	}
-	return c.readInt(file)
-}
-
 // ResetPeak starts a new peak. v1 resets memory.max_usage_in_bytes. v2
 // (Linux 6.12 and later) resets memory.peak for one open descriptor,
 // which Peak then reads; on an older kernel, where memory.peak is

@@ -41,9 +41,9 @@ func (r *Reader) readMany(want []byte, off int64) (int, error) {
 		if err != nil && k < bad {
 			bad, n, badErr = k, int(max(min(got, to), from)-off), err
 			if err == io.ErrUnexpectedEOF {
-				badErr = r.Errorf("reading %s at %d: file ends at %d: %w", r.path, max(got, from), got, err)
+				badErr = r.errorf("reading %s at %d: file ends at %d: %w", r.path, max(got, from), got, err)
 			} else {
-				badErr = r.Errorf("reading %s at %d: %w", r.path, off+int64(n), err)
+				badErr = r.errorf("reading %s at %d: %w", r.path, off+int64(n), err)
 			}
 		}
 		return nil // every piece in flight is copied: n is the bytes before bad

@@ -80,11 +80,11 @@ func (r *Reader) readVia(pool *Pool, want []byte, off int64) (int, error) {
 			if int64(m) > pos-lo { // the bytes before bad sectors (direct.SectorError)
 				n += copy(want[n:], buf[pos-lo:m])
 			}
-			return n, r.Errorf("reading %s at %d: %w", r.path, pos, err)
+			return n, r.errorf("reading %s at %d: %w", r.path, pos, err)
 		}
 		if lo+int64(m) <= pos {
 			// Shorter than Size: a bound past the file's end.
-			return n, r.Errorf("reading %s at %d: file ends at %d: %w", r.path, pos, lo+int64(m), io.ErrUnexpectedEOF)
+			return n, r.errorf("reading %s at %d: file ends at %d: %w", r.path, pos, lo+int64(m), io.ErrUnexpectedEOF)
 		}
 		n += copy(want[n:], buf[pos-lo:m])
 	}

@@ -254,8 +254,8 @@ func (r *Reader) AddBusy(n int32) { r.busy.Add(n) }
 // Busy returns the device reads in progress.
 func (r *Reader) Busy() int32 { return r.busy.Load() }
 
-// Errorf returns an error naming the face's package: "fileio: " + format.
-func (r *Reader) Errorf(format string, args ...any) error {
+// errorf returns an error naming the face's package: "fileio: " + format.
+func (r *Reader) errorf(format string, args ...any) error {
 	return fmt.Errorf(r.name+": "+format, args...)
 }
 
@@ -276,9 +276,6 @@ func (r *Reader) Release() {
 		r.drainOnce.Do(func() { close(r.drained) })
 	}
 }
-
-// InProgress returns how many calls are in progress, for tests.
-func (r *Reader) InProgress() int64 { return r.state.Load() &^ closedBit }
 
 // Track has Close call closeFn for key (a Sequential, a Scanner) before
 // it closes the file, unless Untrack(key) came first. It fails with
