@@ -10,13 +10,16 @@
 // offset of its header. (Neon writes an empty blob with the 1-byte header
 // 0x00 and reads either; dio never writes a 0x00 header, see below.)
 //
-// blobio is built on package fileio, which writes and reads plain files
-// of bytes; use fileio directly for a format of your own. A Writer frames
-// blobs into a fileio.Writer, which fills one buffer while the previous
-// ones are written, so the caller waits for the device only when every
-// buffer is in flight. A Reader reads single blobs with aligned reads
-// through a fileio.Reader's file; a Scanner walks every blob in order
-// with a read-ahead buffer in flight.
+// blobio and package fileio, which writes and reads plain files of bytes
+// (use it for a format of your own), are two faces of the same writer
+// and reader cores (internal/appender, internal/reader), neither built on
+// the other. A Writer frames blobs into the writer core's buffers, which
+// fill one while the previous ones are written, so the caller waits for
+// the device only when every buffer is in flight. A Reader is the reader
+// core and the blob format: single blobs with aligned reads (ReadBlob),
+// many at once merged and in flight together (ReadBlobs), and a Scanner
+// that walks every blob in order through the core's read-ahead window,
+// the one fileio's Sequential reads through.
 //
 // # Crashes
 //

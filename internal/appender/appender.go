@@ -1,7 +1,9 @@
-// Package appender is the buffered-writer core that blobio.Writer and
-// ephemeral.File share: it appends a byte stream to a File (file.go; a
-// fallback.File) in full aligned buffers, writing earlier buffers while
-// the caller fills the next.
+// Package appender is the writer core that fileio's Writer, blobio's
+// Writer and ephemeral's File share: it creates and reopens files
+// (Create, OpenAppend: the policy, the faults, the directory fsync, the
+// truncate-on-close file; create.go), and appends a byte stream to a File
+// (file.go; a fallback.File) in full aligned buffers, writing earlier
+// buffers while the caller fills the next.
 //
 // Buffer ownership follows Neon's owned_buffers_io: the Appender owns up to
 // Buffers buffers, used in ring order; a full one is handed to the queue and
