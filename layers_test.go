@@ -17,25 +17,32 @@ import (
 )
 
 // layers are the module's production packages, lowest first, as DESIGN.md
-// and the README draw them: a package imports only packages of the layers
-// before its own, so the arrows point down the list. A pattern ending in
-// "/..." is every package under that directory, and they share one layer.
-var layers = []string{
-	"aligned",
-	"direct",
-	"faults", // fault plans, which direct's files and queues consult
-	"fallback",
-	"internal/appender",
-	"internal/readbuf", // the aligned read buffers fileio's and blobio's Readers pool
-	"internal/unwrap",  // what fileio's types are made of, for blobio
-	"fileio",           // plain files of bytes: the appender's public face, and the Reader blobio reads through
-	"blobio",
-	"ephemeral",
-	"pebblefs",                   // a nested module (Pebble stays out of dio's go.mod), layered all the same
-	"pebblefs/cmd/...",           // pebble-bench
-	"cmd/dio-check/internal/...", // dio-check's own: cgroup, and ingest, the bench workload
-	"cmd/dio-check",
+// and the README draw them: cmd → ephemeral → blobio ∥ fileio →
+// appender ∥ reader → fallback → direct → aligned. A package imports only
+// packages of the layers before its own, so the arrows point down the
+// list; packages that share a layer (∥) import none of each other. A
+// pattern ending in "/..." is every package under that directory.
+var layers = [][]string{
+	{"aligned"},
+	{"direct"},
+	{"faults"}, // fault plans, which direct's files and queues consult
+	{"fallback"},
+	{"internal/appender", "internal/reader"}, // the writer core ∥ the reader core
+	{"fileio", "blobio"},                     // plain bytes ∥ blobs: two faces of the cores
+	{"ephemeral"},
+	{"pebblefs"},                   // a nested module (Pebble stays out of dio's go.mod), layered all the same
+	{"pebblefs/cmd/..."},           // pebble-bench
+	{"cmd/dio-check/internal/..."}, // dio-check's own: ingest, the bench workload
+	{"cmd/dio-check"},
 }
+
+// benchKit are the packages the commands measure with (cgroups, fio, the
+// page cache): they import nothing of the module, and only the commands
+// import them, so that no measuring code reaches the library.
+var benchKit = []string{"internal/cgroup", "internal/benchkit"}
+
+// commands are where the packages that may import the bench kit live.
+var commands = []string{"cmd/", "pebblefs/cmd/"}
 
 // testSupport are the packages that exist for tests: they may import any
 // production layer (below cmd), and no production package imports them.
@@ -51,9 +58,12 @@ var testSupport = []string{
 func TestLayers(t *testing.T) {
 	// The module's internal/ holds what the layers above share, not what
 	// uses them: nothing there may import blobio, ephemeral or the command.
+	blobio, _ := layerOf("blobio")
 	for i, l := range layers {
-		if strings.HasPrefix(l, "internal/") && i >= slices.Index(layers, "blobio") {
-			t.Errorf("layer %s is above blobio: a package that imports blobio or ephemeral lives beside its user, not in internal/", l)
+		for _, pkg := range l {
+			if strings.HasPrefix(pkg, "internal/") && i >= blobio {
+				t.Errorf("layer %s is at or above blobio's: a package that imports blobio or ephemeral lives beside its user, not in internal/", pkg)
+			}
 		}
 	}
 	problems, err := checkLayers(".")
@@ -65,8 +75,10 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-// TestLayersCatches runs the check on a small tree with one import that
-// points up and one package in no layer, so that TestLayers can fail.
+// TestLayersCatches runs the check on a small tree with an import that
+// points up, one between packages of a layer, a package in no layer, and
+// the bench kit imported by the library and importing it, so that
+// TestLayers can fail.
 func TestLayersCatches(t *testing.T) {
 	root := t.TempDir()
 	write := func(name, text string) {
@@ -88,6 +100,10 @@ func TestLayersCatches(t *testing.T) {
 	write("internal/testenv/e.go", "package testenv\n\nimport _ \"example.com/m/blobio\"\n")
 	write("internal/ingest/i.go", "package ingest\n")
 	write("blobio/testdata/x.go", "package x\n\nimport _ \"example.com/m/cmd/dio-check\"\n")
+	write("fileio/f.go", "package fileio\n\nimport _ \"example.com/m/blobio\"\n")
+	write("internal/benchkit/k.go", "package benchkit\n\nimport _ \"example.com/m/fallback\"\n")
+	write("ephemeral/e.go", "package ephemeral\n\nimport _ \"example.com/m/internal/cgroup\"\n")
+	write("cmd/dio-check/m.go", "package main\n\nimport _ \"example.com/m/internal/cgroup\"\n") // the command may
 
 	problems, err := checkLayers(root)
 	if err != nil {
@@ -95,7 +111,10 @@ func TestLayersCatches(t *testing.T) {
 	}
 	want := []string{
 		"blobio/b.go imports internal/testenv, which is test support",
-		"fallback/f_linux.go imports blobio, which is not below it (fallback is layer 3, blobio layer 8)",
+		"ephemeral/e.go imports internal/cgroup, which is the bench kit: only commands import it",
+		"fallback/f_linux.go imports blobio, which is not below it (fallback is layer 3, blobio layer 5)",
+		"fileio/f.go imports blobio, which is not below it (fileio is layer 5, blobio layer 5)",
+		"internal/benchkit/k.go imports fallback: the bench kit imports nothing of the module",
 		"internal/ingest is in no layer: give it one in layers_test.go",
 	}
 	if !slices.Equal(problems, want) {
@@ -142,7 +161,8 @@ func checkLayers(root string) ([]string, error) {
 			return nil
 		}
 		rank, support := layerOf(pkg)
-		if rank < 0 && !support {
+		kit := slices.Contains(benchKit, pkg)
+		if rank < 0 && !support && !kit {
 			if !misplaced[pkg] {
 				misplaced[pkg] = true
 				problems = append(problems, pkg+" is in no layer: give it one in layers_test.go")
@@ -163,7 +183,13 @@ func checkLayers(root string) ([]string, error) {
 				continue // outside the module
 			}
 			depRank, depSupport := layerOf(dep)
+			command := slices.ContainsFunc(commands, func(c string) bool { return strings.HasPrefix(pkg, c) })
 			switch {
+			case kit:
+				problems = append(problems, fmt.Sprintf("%s imports %s: the bench kit imports nothing of the module", rel, dep))
+			case slices.Contains(benchKit, dep) && !command && !support:
+				problems = append(problems, fmt.Sprintf("%s imports %s, which is the bench kit: only commands import it", rel, dep))
+			case slices.Contains(benchKit, dep):
 			case depSupport && !support:
 				problems = append(problems, fmt.Sprintf("%s imports %s, which is test support", rel, dep))
 			case depSupport:
@@ -201,15 +227,17 @@ func rootImports(fset *token.FileSet, p, module string) []string {
 	return problems
 }
 
-// layerOf returns pkg's index in layers, or -1, and whether it is test
-// support.
+// layerOf returns the index in layers of pkg's layer, or -1, and whether
+// it is test support.
 func layerOf(pkg string) (rank int, support bool) {
 	if slices.Contains(testSupport, pkg) {
 		return -1, true
 	}
 	for i, l := range layers {
-		if dir, ok := strings.CutSuffix(l, "/..."); ok && strings.HasPrefix(pkg, dir+"/") || pkg == l {
-			return i, false
+		for _, p := range l {
+			if dir, ok := strings.CutSuffix(p, "/..."); ok && strings.HasPrefix(pkg, dir+"/") || pkg == p {
+				return i, false
+			}
 		}
 	}
 	return -1, false

@@ -72,3 +72,28 @@ func TestReadmeProgram(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeClosesWhatItOpens: the README's first program closes every
+// Writer, Reader and Scanner it makes (issue 34: it left its Scanner
+// open), so that a newcomer who copies it copies the habit.
+func TestReadmeClosesWhatItOpens(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```go\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no ```go block")
+	}
+	src := string(m[1])
+	made := regexp.MustCompile(`(\w+), err :?= \w+\.(?:Create|Open)\(|(\w+) := blobio\.NewScanner\(`).FindAllStringSubmatch(src, -1)
+	if len(made) < 5 {
+		t.Fatalf("found %d of the program's writers, readers and scanners", len(made))
+	}
+	for _, v := range made {
+		name := v[1] + v[2]
+		if !strings.Contains(src, name+".Close()") {
+			t.Errorf("the README's program never closes %s", name)
+		}
+	}
+}

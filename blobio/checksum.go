@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/dio-storage/dio/internal/appender"
 )
 
 // Checksums (Options.Checksum).
@@ -192,10 +194,10 @@ func (r *Reader) checked(stored []byte, c Compression) ([]byte, error) {
 }
 
 // unseal checks the seal of the blob at s.pos, whose stored bytes p end at
-// end, and returns them without it. A mismatch on the last blob of a
-// Reader opened without Options.Size (nothing but zeros for tornZeros
-// bytes after it, or the end of the file) is a torn tail: unseal returns nil and no error, and the
-// scan ends there (see Torn).
+// end, and returns them without it. A mismatch where the written data
+// ends soon after (dataEnds), over a Reader opened without Options.Size,
+// is a torn tail: unseal returns nil and no error, and the scan ends
+// there (see Torn).
 func (s *Scanner) unseal(p []byte, c Compression, end int64) ([]byte, error) {
 	body, err := unseal(p, c)
 	if err == nil {
@@ -204,37 +206,53 @@ func (s *Scanner) unseal(p []byte, c Compression, end int64) ([]byte, error) {
 		}
 		return body, nil
 	}
-	if s.bounded {
-		return nil, err
-	}
-	if end < s.size && !s.zerosAt(end) {
+	if s.bounded || !s.dataEnds(end) {
 		return nil, err // blobs follow it: corruption, not a torn tail
 	}
 	s.torn = true
 	return nil, nil
 }
 
-// tornZeros is how far past a blob whose checksum fails a Scanner looks
-// for anything but zeros before it takes the blob for a torn tail: a
-// crash leaves zeros there (the Writer grows the file ahead by at least
-// a megabyte, and pads to the alignment), while a sector zeroed in the
-// middle of a file, a lost write, is followed by more blobs within a few
-// kilobytes, and is corruption to report, not an end to take quietly.
-const tornZeros = 64 << 10
+// What a crash leaves after the blobs it tore, which a Scanner looks for
+// past a blob whose seal fails before it takes the blob for a torn tail.
+// The Writer grows the file ahead of its writes (by a megabyte at least)
+// and pads to the alignment, so a crash leaves zeros past the written
+// data: tornZeros of them in a row, or zeros to the end of a file cut
+// short (sectorZeros at least). The writes in flight at the crash, whose
+// sectors may have landed in any order, can put data between the blob
+// and those zeros: the Writer has two merged writes of 512 KiB in flight
+// with default Options, tornSpan in all. A sector zeroed in the middle of
+// a file (a lost write) is followed by blobs to well past tornSpan, or to
+// the file's end: corruption to report, not an end to take quietly.
+const (
+	tornZeros   = 64 << 10
+	sectorZeros = 512
+	tornSpan    = 2 * appender.DefaultMaxWrite
+)
 
-// zerosAt reports whether the file holds only zeros from off for
-// tornZeros bytes, or to its end.
-func (s *Scanner) zerosAt(off int64) bool {
-	b, err := s.bytes(off, int(min(s.size-off, tornZeros)))
-	if err != nil {
-		return false
-	}
-	for _, v := range b {
-		if v != 0 {
+// dataEnds reports whether the written data ends within tornSpan bytes
+// of off: a run of tornZeros zeros, or zeros to the end of the file
+// (sectorZeros of them, or everything from off).
+func (s *Scanner) dataEnds(off int64) bool {
+	limit := min(s.size, off+tornSpan)
+	run := int64(0) // zeros in a row, up to pos
+	for pos := off; pos < limit; {
+		b, err := s.chunk(pos)
+		if err != nil {
 			return false
 		}
+		b = b[:min(int64(len(b)), limit-pos)]
+		for _, v := range b {
+			if run++; v != 0 {
+				run = 0
+			}
+			if run >= tornZeros {
+				return true
+			}
+		}
+		pos += int64(len(b))
 	}
-	return true
+	return limit == s.size && (run == limit-off || run >= sectorZeros)
 }
 
 // tornTail reports, for a blob at s.pos that runs past the end of the
@@ -248,15 +266,18 @@ func (s *Scanner) tornTail() bool {
 	return s.torn
 }
 
-// Torn reports whether the scan ended at a torn last blob, with Err() ==
-// nil: over a Reader opened with Options.Checksum and without Options.Size,
-// a last blob whose checksum fails and after which the file holds only
-// zeros (for 64 KiB, or to its end), or which the end of the file cuts
-// short, is the blob a crash
-// tore while it was being written, and ends the scan as the zeros after
-// the written data do. End then returns its offset. Anywhere else a
-// checksum that fails is an error matching ErrCorrupt. A service that
-// must tell a torn tail from a corrupt last blob records its sizes
+// Torn reports whether the scan ended at a torn blob, with Err() == nil:
+// over a Reader opened with Options.Checksum and without Options.Size, a
+// blob whose checksum fails where the written data ends within 1 MiB
+// after it (64 KiB of zeros, or zeros to the end of the file), or which
+// the end of the file cuts short, is the first blob a crash tore while
+// it was being written, and ends the scan as the zeros after the written
+// data do. The writes a crash tore may have landed their sectors in any
+// order, so blobs whole or not may lie between it and the zeros: none
+// of them was acknowledged by a Sync, and the scan returns none. End then
+// returns its offset, where OpenAppend goes on. Anywhere else a checksum
+// that fails is an error matching ErrCorrupt. A service that must tell a
+// torn tail from a corrupt blob in its last MiB records its sizes
 // (Writer.Synced) and reads with Options.Size, where every mismatch is an
 // error.
 func (s *Scanner) Torn() bool { return s.torn }

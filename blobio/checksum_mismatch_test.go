@@ -79,30 +79,52 @@ func TestChecksumWrittenWithout(t *testing.T) {
 	}
 }
 
-// TestChecksumReadWithout: a file written with Checksum and read without
-// it hands back an uncompressed blob with its 4-byte CRC after the
-// payload, with no error, through ReadBlob, ReadBlobs and a Scanner
-// alike (a zstd blob decodes to its payload, past the skippable frame):
-// the file does not say it was checksummed, so the rule that a file is
-// read with the Checksum it was written with is the caller's.
+// TestChecksumReadWithout: a file written with Checksum and opened
+// without it is refused by Open, which finds its first blob sealed, with
+// an error matching ErrInvalidOptions that names Checksum, whether the
+// blob is stored plain or compressed, bounded or not, and even when that
+// blob is empty; never handed back with its CRC as data. A file whose
+// first blob lies past what Open looks at is the documented exception.
 func TestChecksumReadWithout(t *testing.T) {
 	for _, c := range []blobio.Compression{blobio.None, blobio.Zstd} {
 		t.Run(c.String(), func(t *testing.T) {
-			path, offs, _ := writeSummed(t, c)
-			want := sumBlobs()
-			r, err := blobio.Open(path, nil)
-			require.NoError(t, err)
-			defer r.Close()
-			got := readAllWays(t, r, offs) // the three agree
-			require.Len(t, got, len(want))
-			for i := range want {
-				if bytes.Equal(got[i], want[i]) {
-					assert.Equal(t, blobio.Zstd, c, "blob %d: only zstd hides its seal", i)
-					continue
+			path, _, size := writeSummed(t, c)
+			for _, o := range []*blobio.Options{nil, {Compression: c}, {Size: size}} {
+				r, err := blobio.Open(path, o)
+				if err == nil {
+					r.Close()
 				}
-				require.Len(t, got[i], len(want[i])+4, "blob %d", i)
-				assert.Equal(t, want[i], got[i][:len(want[i])], "blob %d: payload, then the CRC", i)
+				require.ErrorIs(t, err, blobio.ErrInvalidOptions, "%+v", o)
+				assert.Contains(t, err.Error(), "written with Options.Checksum")
 			}
+			r, err := blobio.Open(path, &blobio.Options{Checksum: true})
+			require.NoError(t, err, "with Checksum it opens")
+			require.NoError(t, r.Close())
 		})
 	}
+	empty := filepath.Join(testenv.Dir(t), "empty.blob")
+	w, err := blobio.Create(empty, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	_, err = w.WriteBlob(nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	_, err = blobio.Open(empty, nil)
+	require.ErrorIs(t, err, blobio.ErrInvalidOptions, "an empty blob carries its seal too")
+
+	// A first blob longer than Open looks: not found, and read as the
+	// rule says, its payload then its CRC.
+	big := filepath.Join(testenv.Dir(t), "big.blob")
+	w, err = blobio.Create(big, &blobio.Options{Checksum: true})
+	require.NoError(t, err)
+	payload := content(3, 100<<10)
+	_, err = w.WriteBlob(payload)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	r, err := blobio.Open(big, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	got, err := r.ReadBlob(0, nil)
+	require.NoError(t, err)
+	require.Len(t, got, len(payload)+4)
+	assert.True(t, bytes.Equal(payload, got[:len(payload)]), "the payload, then the CRC")
 }

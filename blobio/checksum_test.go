@@ -78,6 +78,24 @@ func readAllWays(t *testing.T, r *blobio.Reader, offs []int64) [][]byte {
 	return got
 }
 
+// plainBlobs reads the blobs of the file at path from off up to size as
+// a reader that knows nothing of seals does (Neon's): the Scanner over an
+// io.ReaderAt, which checks none. blobio.Open refuses such a file
+// without Checksum (TestChecksumReadWithout).
+func plainBlobs(t *testing.T, path string, off, size int64) ([][]byte, error) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	s := blobio.NewScannerReaderAt(f, off, size)
+	defer s.Close()
+	var blobs [][]byte
+	for s.Scan() {
+		blobs = append(blobs, bytes.Clone(s.Bytes()))
+	}
+	return blobs, s.Err()
+}
+
 // TestChecksumRoundTrip: with Checksum every blob reads back as written,
 // through ReadBlob, ReadBlobs and the Scanner, compressed or not; and the
 // file is still a file of blobs to a reader without the option (Neon's):
@@ -97,13 +115,11 @@ func TestChecksumRoundTrip(t *testing.T) {
 			}
 			require.NoError(t, r.Close())
 
-			r, err = blobio.Open(path, nil)
+			plain, err := plainBlobs(t, path, 0, size)
 			require.NoError(t, err)
-			defer r.Close()
+			require.Len(t, plain, len(offs))
 			zstdSeen := false
-			for i, off := range offs {
-				raw, err := r.ReadBlob(off, nil)
-				require.NoError(t, err)
+			for i, raw := range plain {
 				if bytes.Equal(raw, want[i]) {
 					zstdSeen = true // decoded through the skippable frame
 					continue
@@ -112,7 +128,6 @@ func TestChecksumRoundTrip(t *testing.T) {
 				assert.Equal(t, want[i], raw[:len(want[i])])
 			}
 			assert.Equal(t, c == blobio.Zstd, zstdSeen, "zstd blobs decode to their payload without the option")
-			assert.Equal(t, size, r.Size())
 		})
 	}
 }
@@ -178,12 +193,10 @@ func TestChecksumFlippedByte(t *testing.T) {
 			}
 
 			if c == blobio.None {
-				r, err := blobio.Open(path, nil)
-				require.NoError(t, err)
-				got, err := r.ReadBlob(offs[k], nil)
+				plain, err := plainBlobs(t, path, offs[k], offs[k+1])
 				require.NoError(t, err, "without checksums the format cannot tell")
-				assert.NotEqual(t, sumBlobs()[k], got[:len(got)-4])
-				require.NoError(t, r.Close())
+				require.Len(t, plain, 1)
+				assert.NotEqual(t, sumBlobs()[k], plain[0][:len(plain[0])-4])
 			}
 		})
 	}
@@ -205,14 +218,12 @@ func TestChecksumHeader(t *testing.T) {
 	require.NoError(t, w.Close())
 	require.Equal(t, int64(0), first)
 
-	r, err := blobio.Open(path, nil)
-	require.NoError(t, err)
-	got, err := r.ReadBlob(5, nil)
+	plain, err := plainBlobs(t, path, 5, 5+1+97)
 	require.NoError(t, err, "without checksums a payload byte is a header")
-	assert.Len(t, got, 97)
-	require.NoError(t, r.Close())
+	require.Len(t, plain, 1)
+	assert.Len(t, plain[0], 97)
 
-	r, err = blobio.Open(path, &blobio.Options{Checksum: true})
+	r, err := blobio.Open(path, &blobio.Options{Checksum: true})
 	require.NoError(t, err)
 	_, err = r.ReadBlob(5, nil)
 	requireCorruptAt(t, err, 5, "ReadBlob inside a record")
@@ -286,12 +297,9 @@ func TestChecksumTornTail(t *testing.T) {
 
 			// Without checksums the zeroed blob comes back as data.
 			if tc.name == "zeroed-then-zeros" {
-				r, err := blobio.Open(path, nil)
-				require.NoError(t, err)
-				_, blobs, err := scanAll(t, r)
+				blobs, err := plainBlobs(t, path, 0, size)
 				require.NoError(t, err)
 				assert.Len(t, blobs, len(want)+1, "the torn blob read back as a blob")
-				require.NoError(t, r.Close())
 
 				r, err = blobio.Open(path, &blobio.Options{Checksum: true, Size: size})
 				require.NoError(t, err)
@@ -427,5 +435,87 @@ func fuzzSummed(t *testing.T, path string, data []byte, size int64) {
 		if err != nil || string(got) != string(s.Bytes()) {
 			t.Fatalf("blob at %d: Scanner and ReadBlob disagree (%v)", s.Offset(), err)
 		}
+	}
+}
+
+// TestChecksumTornOutOfOrder: a crash tore the writes in flight after the
+// last Sync, and their sectors landed out of order: some blobs past
+// Synced are whole, a stretch of sectors in their middle never came (so
+// the first blob there fails its seal), later sectors of the same writes
+// did, and zeros follow (grown ahead, or the end of a write the crash cut
+// short). A checksummed Scanner without Options.Size ends quietly at the
+// first blob that fails, Torn, with every blob before it, acknowledged or
+// not, and End there; with the recorded Size it returns the acknowledged
+// blobs and no error. Issue 32's crash states found it stopping with
+// ErrCorrupt instead, data following within 64 KiB.
+func TestChecksumTornOutOfOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(path string, size int64) error // what follows the writes in flight
+	}{
+		{"grown-ahead", func(path string, size int64) error { return os.Truncate(path, size+2<<20) }},
+		{"last-sector-lost", func(path string, size int64) error {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteAt(make([]byte, 4096), size-4096)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(testenv.Dir(t), "torn.blob")
+			w, err := blobio.Create(path, &blobio.Options{Checksum: true})
+			require.NoError(t, err)
+			var want []string
+			var offs []int64
+			write := func(i int) {
+				v := content(i, 100+i*37%3000)
+				off, err := w.WriteBlob(v)
+				require.NoError(t, err)
+				want, offs = append(want, string(v)), append(offs, off)
+			}
+			for i := range 50 {
+				write(i)
+			}
+			require.NoError(t, w.Sync())
+			synced, acked := w.Synced(), len(want)
+			for i := 50; i < 150; i++ { // unacknowledged: about 150 KiB in flight
+				write(i)
+			}
+			size := w.Size()
+			require.NoError(t, w.Close())
+
+			// The sectors from the middle of blob 80 to that of blob 90
+			// never landed; those after them did.
+			lost, upto := offs[80]+50, offs[90]+50
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			require.NoError(t, err)
+			_, err = f.WriteAt(make([]byte, upto-lost), lost)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			require.NoError(t, tc.after(path, size))
+
+			r, err := blobio.Open(path, &blobio.Options{Checksum: true})
+			require.NoError(t, err)
+			offsGot, blobs, err := scanAll(t, r)
+			require.NoError(t, err, "a torn tail, not corruption")
+			assert.Equal(t, want[:80], blobs, "every blob before the first torn one")
+			assert.Equal(t, offs[:80], offsGot)
+			s := blobio.NewScanner(r)
+			for s.Scan() {
+			}
+			assert.True(t, s.Torn())
+			assert.Equal(t, offs[80], s.End(), "where OpenAppend goes on")
+			require.NoError(t, r.Close())
+
+			r, err = blobio.Open(path, &blobio.Options{Checksum: true, Size: synced})
+			require.NoError(t, err)
+			defer r.Close()
+			_, blobs, err = scanAll(t, r)
+			require.NoError(t, err)
+			assert.Equal(t, want[:acked], blobs, "the acknowledged blobs, by the recorded size")
+		})
 	}
 }

@@ -10,13 +10,16 @@
 // offset of its header. (Neon writes an empty blob with the 1-byte header
 // 0x00 and reads either; dio never writes a 0x00 header, see below.)
 //
-// blobio is built on package fileio, which writes and reads plain files
-// of bytes; use fileio directly for a format of your own. A Writer frames
-// blobs into a fileio.Writer, which fills one buffer while the previous
-// ones are written, so the caller waits for the device only when every
-// buffer is in flight. A Reader reads single blobs with aligned reads
-// through a fileio.Reader's file; a Scanner walks every blob in order
-// with a read-ahead buffer in flight.
+// blobio and package fileio, which writes and reads plain files of bytes
+// (use it for a format of your own), are two faces of the same writer
+// and reader cores (internal/appender, internal/reader), neither built on
+// the other. A Writer frames blobs into the writer core's buffers, which
+// fill one while the previous ones are written, so the caller waits for
+// the device only when every buffer is in flight. A Reader is the reader
+// core and the blob format: single blobs with aligned reads (ReadBlob),
+// many at once merged and in flight together (ReadBlobs), and a Scanner
+// that walks every blob in order through the core's read-ahead window,
+// the one fileio's Sequential reads through.
 //
 // # Crashes
 //
@@ -101,13 +104,16 @@
 // changed header, a read at an offset that is not a blob's, all fail
 // with an error matching ErrCorrupt (a *CorruptError naming the offset),
 // never as data, but for the one chance in 2^32 that random bytes carry
-// a matching CRC. After a crash a Scanner without Options.Size stops at a
-// torn last blob, as it stops at zeros, and says so (Scanner.Torn,
-// Scanner.End); with Options.Size a mismatch is always an error. Each
-// blob costs 4 bytes more (12 with zstd). Checksums do not find a blob
-// that is missing whole, such as a tail lost with a Sync that never ran:
-// only the size a service recorded (Writer.Synced) says what should be
-// there. A file is read with the Checksum it was written with, and
-// nothing in it says which: see Options.Checksum for what a mismatch
-// does.
+// a matching CRC. After a crash a Scanner without Options.Size stops at
+// the first blob the crash tore, as it stops at zeros, and says so
+// (Scanner.Torn, Scanner.End): a blob whose checksum fails where the
+// written data ends within 1 MiB after it, whatever sectors of the torn
+// writes landed in between; with Options.Size a mismatch is always an
+// error. Each blob costs 4 bytes more (12 with zstd). Checksums do not
+// find a blob that is missing whole, such as a tail lost with a Sync that
+// never ran: only the size a service recorded (Writer.Synced) says what
+// should be there. A file is read with the Checksum it was written with, which
+// nothing in it records but its blobs' seals: Open refuses a checksummed
+// file opened without Checksum, telling it by its first blob; see
+// Options.Checksum for what each mismatch does.
 package blobio

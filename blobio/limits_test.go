@@ -61,3 +61,32 @@ func TestRingOverMemory(t *testing.T) {
 	assert.True(t, strings.HasPrefix(err.Error(), "blobio: invalid options: "), err.Error())
 	testenv.RequireEmpty(t, dir)
 }
+
+// TestCreateRefusesSize: Options.Size is Open's (the logical size to read
+// up to); Create refuses a non-zero one rather than ignore it, as
+// fileio's does, and leaves no file, while OpenAppend, whose size
+// argument rules, ignores it.
+func TestCreateRefusesSize(t *testing.T) {
+	dir := testenv.Dir(t)
+	path := filepath.Join(dir, "f.blob")
+	for _, size := range []int64{1, 4096, 1 << 30} {
+		w, err := blobio.Create(path, &blobio.Options{Size: size})
+		if err == nil {
+			w.Close()
+		}
+		require.ErrorIs(t, err, blobio.ErrInvalidOptions, "Size %d", size)
+		assert.Contains(t, err.Error(), "Size "+strconv.FormatInt(size, 10))
+		testenv.RequireEmpty(t, dir)
+	}
+
+	w, err := blobio.Create(path, nil)
+	require.NoError(t, err)
+	off, err := w.WriteBlob([]byte("0123456789"))
+	require.NoError(t, err)
+	require.Zero(t, off)
+	require.NoError(t, w.Close())
+	w, err = blobio.OpenAppend(path, 11, &blobio.Options{Size: 4})
+	require.NoError(t, err, "OpenAppend ignores Size")
+	assert.Equal(t, int64(11), w.Size())
+	require.NoError(t, w.Close())
+}

@@ -32,12 +32,12 @@ func TestReadBlobsBatch(t *testing.T) {
 	r, err := Open(path, nil)
 	require.NoError(t, err)
 	defer r.Close()
-	if !r.uring {
-		t.Skipf("ReadBlobs batches on io_uring only; here %v", r.f.Mode())
+	if !r.c.URing() {
+		t.Skipf("ReadBlobs batches on io_uring only; here %v", r.Mode())
 	}
-	q := filetest.NewCountQueue(r.queue())
+	q := filetest.NewCountQueue(r.c.Queue())
 	require.NotNil(t, q.Queue)
-	r.q.Store(&queueRef{q})
+	r.c.SetQueue(q)
 
 	calls := 0
 	require.NoError(t, r.ReadBlobs(offs, func(int, []byte) error { calls++; return nil }))
@@ -52,8 +52,8 @@ func TestReadBlobsBatch(t *testing.T) {
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, 10, be.Index, "the first read refused")
 	assert.Equal(t, offs[10], be.Offset)
-	assert.Zero(t, r.busy.Load(), "reads counted in progress")
-	assert.Equal(t, r.small.Made(), r.small.Idle(), "small buffers not given back")
+	assert.Zero(t, r.c.Busy(), "reads counted in progress")
+	assert.Equal(t, r.c.Small().Made(), r.c.Small().Idle(), "small buffers not given back")
 
 	q.Refuse(-1)
 	calls = 0

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
-	"github.com/dio-storage/dio/internal/readbuf"
+	"github.com/dio-storage/dio/internal/reader"
 )
 
 // A BlobError reports the blob a ReadBlobs call failed on: a read, a bad
@@ -43,34 +44,48 @@ func (e *BlobError) Unwrap() error { return e.Err }
 // index. fn must not call Close. It may call ReadBlob and ReadAt, which
 // never wait for a buffer that a ReadBlobs call holds.
 func (r *Reader) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) error {
-	if err := r.acquire(); err != nil {
+	if err := r.c.Acquire(); err != nil {
 		return err
 	}
-	defer r.release()
+	defer r.c.Release()
 	for i, off := range offs {
-		if off < 0 || off >= r.size {
-			return &BlobError{i, off, fmt.Errorf("%w: offset %d, size %d", ErrOffset, off, r.size)}
+		if off < 0 || off >= r.c.Size() {
+			return &BlobError{i, off, fmt.Errorf("%w: offset %d, size %d", ErrOffset, off, r.c.Size())}
 		}
 	}
 	if len(offs) == 0 {
 		return nil
 	}
-	v := &vectored{r: r, offs: offs, fn: fn}
+	v := vectoreds.Get().(*vectored)
+	defer v.release()
+	v.r, v.offs, v.fn = r, offs, fn
 	v.plan()
-	return v.run()
+	return r.c.ReadSpans(len(v.reads), reader.SpanOptions{Depth: ReadDepth}, v.span, v.deliver)
 }
 
-// vectored is one ReadBlobs call.
+// vectored is one ReadBlobs call, pooled with the slices it plans in, so
+// that a batch of reads allocates nothing but what zstd decodes.
 type vectored struct {
 	r     *Reader
 	offs  []int64
 	fn    func(int, []byte) error
 	order []int // indices of offs, by offset
 	reads []mergedRead
-	q     direct.Queue     // nil: reads run as goroutines calling ReadAt
-	batch []direct.Request // reads staged for q, submitted together
-	done  chan direct.Completion
 	out   []byte // a decoded blob
+}
+
+var vectoreds = sync.Pool{New: func() any { return new(vectored) }}
+
+// maxKeptOut is the most decoding room a pooled vectored keeps.
+const maxKeptOut = 1 << 20
+
+func (v *vectored) release() {
+	v.r, v.offs, v.fn = nil, nil, nil
+	v.order, v.reads = v.order[:0], v.reads[:0]
+	if cap(v.out) > maxKeptOut {
+		v.out = nil
+	}
+	vectoreds.Put(v)
 }
 
 // A mergedRead is one aligned read, [lo, hi), that serves the offsets
@@ -78,24 +93,22 @@ type vectored struct {
 type mergedRead struct {
 	lo, hi      int64
 	first, last int
-	b           *readbuf.Buf
 }
 
 // plan sorts the offsets and merges neighbours into reads. A blob ends by
 // the next offset (blobs do not overlap); the last of a read is assumed as
 // long as the Reader's recent blobs, and read in full later if it is not.
 func (v *vectored) plan() {
-	r := v.r
-	v.order = make([]int, len(v.offs))
-	for i := range v.order {
-		v.order[i] = i
+	r, c := v.r, v.r.c
+	for i := range v.offs {
+		v.order = append(v.order, i)
 	}
 	slices.SortFunc(v.order, func(a, b int) int { return cmp.Compare(v.offs[a], v.offs[b]) })
 	guess := r.guess.Load()
-	limit := int64(r.large.Size())
+	limit := int64(c.Large().Size())
 	for k := 0; k < len(v.order); {
 		off := v.offs[v.order[k]]
-		lo := aligned.Down(off, r.align)
+		lo := aligned.Down(off, c.Align())
 		end := off + guess
 		j := k + 1
 		for ; j < len(v.order); j++ {
@@ -104,7 +117,7 @@ func (v *vectored) plan() {
 				break
 			}
 			e := max(end, next+guess)
-			if aligned.Up(e, r.align)-lo > limit {
+			if aligned.Up(e, c.Align())-lo > limit {
 				break
 			}
 			end = e
@@ -114,153 +127,8 @@ func (v *vectored) plan() {
 	}
 }
 
-// run keeps up to ReadDepth reads in flight and hands out their blobs as
-// they complete.
-func (v *vectored) run() error {
-	r := v.r
-	if r.uring {
-		v.q = r.queue()
-	}
-	// On the pwrite engine each read is a goroutine calling ReadAt: a
-	// pwrite queue would keep ReadDepth workers alive per Reader for as
-	// long as it is open, for 0.9-1.9x (median 1.15x) of the reads/s of
-	// batches of 64 measured here side by side.
-	v.done = make(chan direct.Completion, ReadDepth)
-	next, inflight, large := 0, 0, 0 // large: large buffers held
-	var cur direct.Completion        // the read being delivered, if holding
-	holding := false
-	defer func() {
-		// On an error, and if fn panics: the kernel and the goroutines
-		// must be done with the buffers before they go back.
-		if holding {
-			v.finish(cur)
-		}
-		for ; inflight > 0; inflight-- {
-			v.finish(v.await())
-		}
-	}()
-	// Reads are staged as their buffers come and go to the queue together,
-	// with one io_uring_enter (direct.SubmitBatch); flush submits what is
-	// staged and gives back the buffers of reads it could not submit.
-	first := 0
-	flush := func() error {
-		k, err := v.flush(first, next)
-		if err != nil {
-			for j := first + k; j < next; j++ {
-				if r.pool(v.reads[j].hi-v.reads[j].lo) == r.large {
-					large--
-				}
-				v.unstage(j)
-				inflight--
-			}
-			return v.fail(first+k, err)
-		}
-		return nil
-	}
-	for {
-		first = next
-		for next < len(v.reads) && inflight < ReadDepth {
-			m := &v.reads[next]
-			pool := r.pool(m.hi - m.lo)
-			if pool == r.large && large >= largeBuffers/2 && inflight > 0 {
-				break // half the large buffers are ours: wait for one
-			}
-			var err error
-			if inflight == 0 {
-				m.b, err = pool.Get()
-			} else if m.b, err = pool.TryGet(); m.b == nil && err == nil {
-				break // the others' buffers come back as they complete
-			}
-			if err != nil {
-				if ferr := flush(); ferr != nil {
-					return ferr
-				}
-				return v.fail(next, err)
-			}
-			v.stage(next)
-			if pool == r.large {
-				large++
-			}
-			next++
-			inflight++
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-		if inflight == 0 {
-			return nil
-		}
-		cur = v.await()
-		if cur.Token >= uint64(len(v.reads)) || v.reads[cur.Token].b == nil {
-			// Not a read of ours in flight: the queue broke and made it
-			// up. Wait for nothing more; its buffers stay out of the pool.
-			inflight = 0
-			return v.fail(0, fmt.Errorf("blobio: read queue failed: %w", cur.Err))
-		}
-		holding = true
-		inflight--
-		if m := &v.reads[cur.Token]; r.pool(m.hi-m.lo) == r.large {
-			large--
-		}
-		err := v.deliver(cur)
-		v.finish(cur)
-		holding = false
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// stage readies read k: on a queue it joins the batch flush submits; on
-// the pwrite engine it starts at once, as a goroutine calling ReadAt.
-func (v *vectored) stage(k int) {
-	m := &v.reads[k]
-	p := m.b.Buf.Bytes()[:m.hi-m.lo]
-	v.r.busy.Add(1)
-	if v.q != nil {
-		v.batch = append(v.batch, direct.Request{Op: direct.OpRead, Buf: p, Off: m.lo, Token: uint64(k), Done: v.done})
-		return
-	}
-	go func() {
-		n, err := v.r.f.ReadAt(p, m.lo)
-		v.done <- direct.Completion{Token: uint64(k), Op: direct.OpRead, N: n, Err: err}
-	}()
-}
-
-// flush submits the reads staged since read first, up to next, and
-// returns how many of them the queue accepted.
-func (v *vectored) flush(first, next int) (int, error) {
-	if v.q == nil || len(v.batch) == 0 {
-		return next - first, nil
-	}
-	k, err := direct.SubmitBatch(v.q, v.batch)
-	clear(v.batch) // drop the buffers' references
-	v.batch = v.batch[:0]
-	return k, err
-}
-
-// unstage gives back the buffer of read k, staged and not submitted.
-func (v *vectored) unstage(k int) {
-	m := &v.reads[k]
-	v.r.busy.Add(-1)
-	v.r.pool(m.hi - m.lo).Put(m.b)
-	m.b = nil
-}
-
-func (v *vectored) await() direct.Completion {
-	if v.q != nil {
-		return v.q.Await(v.done)
-	}
-	return <-v.done
-}
-
-// finish returns the buffer of the read c completes.
-func (v *vectored) finish(c direct.Completion) {
-	v.r.busy.Add(-1)
-	m := &v.reads[c.Token]
-	v.r.pool(m.hi - m.lo).Put(m.b)
-	m.b = nil
-}
+// span is ReadSpans' k-th read.
+func (v *vectored) span(k int) (lo, hi int64, ok bool) { return v.reads[k].lo, v.reads[k].hi, true }
 
 // fail names read k's first offset in err.
 func (v *vectored) fail(k int, err error) error {
@@ -268,32 +136,27 @@ func (v *vectored) fail(k int, err error) error {
 	return &BlobError{i, v.offs[i], err}
 }
 
-// deliver calls fn for every offset the read c completes.
-func (v *vectored) deliver(c direct.Completion) error {
+// deliver calls fn for every offset read k serves, whose n bytes are in
+// b (nil: the read never started, for err).
+func (v *vectored) deliver(k int, b *reader.Buf, n int, err error) error {
 	r := v.r
-	m := &v.reads[c.Token]
-	n, err := readbuf.EndOK(c.N, c.Err)
-	if readbuf.UnsplitEIO(err) {
-		// A latent sector error: read the range again sector by
-		// sector, so that only the offsets the bad sectors concern
-		// fail.
-		n, err = readbuf.EndOK(r.f.ReadAt(m.b.Buf.Bytes()[:m.hi-m.lo], m.lo))
-	}
+	m := &v.reads[k]
 	var bad []*direct.SectorError
-	if badSectors(err) {
-		// Every byte of the range but the bad runs was read.
+	if b != nil && reader.BadSectors(err) {
+		// Every byte of the range but the bad runs was read: only the
+		// offsets the bad sectors concern fail.
 		bad, n, err = sectorRuns(err), int(m.hi-m.lo), nil
 	}
 	if err != nil {
-		return v.fail(int(c.Token), err)
+		return v.fail(k, err)
 	}
 	valid := r.valid(m.lo, n)
 	for _, i := range v.order[m.first:m.last] {
 		off := v.offs[i]
-		if se := r.blobHits(m.b.Buf.Bytes()[:valid], m.lo, off, bad); se != nil {
+		if se := r.blobHits(b.Buf.Bytes()[:valid], m.lo, off, bad); se != nil {
 			return &BlobError{i, off, se}
 		}
-		payload, comp, big, err := r.blobIn(m.b, m.lo, valid, off)
+		payload, comp, big, err := r.blobIn(b, m.lo, valid, off)
 		if err == nil {
 			payload, err = r.checked(payload, comp)
 		}

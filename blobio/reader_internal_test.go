@@ -200,7 +200,7 @@ func TestPlanMerges(t *testing.T) {
 		v.plan()
 		served := make([]int, len(offs))
 		for _, m := range v.reads {
-			assert.LessOrEqual(t, m.hi-m.lo, int64(r.large.Size()))
+			assert.LessOrEqual(t, m.hi-m.lo, int64(r.c.Large().Size()))
 			for _, i := range v.order[m.first:m.last] {
 				served[i]++
 				assert.GreaterOrEqual(t, offs[i], m.lo)

@@ -628,6 +628,56 @@ func TestReadBlobAllocs(t *testing.T) {
 	}
 }
 
+// TestReadBlobsAllocs: a ReadBlobs batch of 64 offsets, merged or not,
+// allocates nothing on the io_uring engine once its state is pooled (the
+// pwrite engine starts a goroutine per read), and its calls of fn see
+// every blob.
+func TestReadBlobsAllocs(t *testing.T) {
+	if testing.Short() || testenv.Race {
+		t.Skip("AllocsPerRun: -short, or -race (make test runs it without)")
+	}
+	path := filepath.Join(testenv.Dir(t), "a.blob")
+	w, err := blobio.Create(path, nil)
+	require.NoError(t, err)
+	var offs []int64
+	for i := range 4096 {
+		off, err := w.WriteBlob(content(i, 4000))
+		require.NoError(t, err)
+		offs = append(offs, off)
+	}
+	require.NoError(t, w.Close())
+	r, err := blobio.Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	if r.Mode().Engine != direct.EngineURing {
+		t.Skipf("reads are goroutines on %v", r.Mode())
+	}
+	for _, c := range []struct {
+		name  string
+		every int
+	}{{"neighbours", 1}, {"apart", 61}} {
+		batch := make([]int64, 64)
+		for i := range batch {
+			batch[i] = offs[(i*c.every)%len(offs)]
+		}
+		n := 0
+		fn := func(i int, blob []byte) error {
+			if len(blob) != 4000 {
+				return fmt.Errorf("blob %d: %d bytes", i, len(blob))
+			}
+			n++
+			return nil
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := r.ReadBlobs(batch, fn); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Equal(t, 101*len(batch), n, "%s: calls of fn", c.name)
+		assert.Zero(t, allocs, "%s: allocations per ReadBlobs", c.name)
+	}
+}
+
 // TestConcurrentReadsAndClose runs readers (ReadBlob, ReadBlobs and a
 // Scanner) on one Reader while another goroutine closes it, over and over
 // for a few seconds: every read returns its blob or ErrClosed, nothing

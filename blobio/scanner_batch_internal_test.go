@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
@@ -41,10 +42,12 @@ func scanFile(t *testing.T, windows int) (string, [][]byte) {
 func countedScanner(t *testing.T, r *Reader, refuse int) (*Scanner, *filetest.CountQueue) {
 	t.Helper()
 	s := NewScanner(r)
-	require.NoError(t, s.alloc())
-	q := filetest.NewCountQueue(s.q)
+	var q *filetest.CountQueue
+	require.NoError(t, s.w.SetQueue(func(inner direct.Queue) direct.Queue {
+		q = filetest.NewCountQueue(inner)
+		return q
+	}))
 	q.Refuse(refuse)
-	s.q = q
 	return s, q
 }
 
@@ -110,8 +113,8 @@ func TestScannerBatchRefused(t *testing.T) {
 		require.ErrorIs(t, s.Err(), filetest.ErrRefused, "refuse %d", refuse)
 		_, batches := q.Counts()
 		assert.Equal(t, []int{2}, batches)
-		assert.Equal(t, [2]bool{}, s.reading, "a read left in flight")
-		assert.Equal(t, [2]bool{true, true}, [2]bool{s.bufs[0] == nil, s.bufs[1] == nil}, "buffers not freed")
+		assert.False(t, s.w.InFlight(), "a read left in flight")
+		assert.False(t, s.w.Allocated(), "buffers not freed")
 		require.NoError(t, s.Close())
 	}
 	scanAll() // the same Reader scans on
@@ -141,5 +144,5 @@ func TestScannerShortFirstWindow(t *testing.T) {
 	assert.Equal(t, int(cut/1004), i, "the blobs wholly before the cut")
 	_, batches := q.Counts()
 	assert.Equal(t, []int{2}, batches)
-	assert.Equal(t, [2]bool{}, s.reading, "a read left in flight")
+	assert.False(t, s.w.InFlight(), "a read left in flight")
 }

@@ -2,19 +2,15 @@ package blobio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
-	"github.com/dio-storage/dio/fileio"
 	"github.com/dio-storage/dio/internal/appender"
-	"github.com/dio-storage/dio/internal/unwrap"
 )
 
 // Options configure a Writer or Reader. A nil *Options means defaults.
@@ -66,7 +62,10 @@ type Options struct {
 	// Size, for Open only, makes the Reader read the file as if it were
 	// Size bytes long: the logical size a service recorded (from
 	// Writer.Synced) before a crash left an unspecified tail past it.
-	// 0 means the file's size.
+	// 0 means the file's size. Create refuses a non-zero Size with
+	// ErrInvalidOptions (a new file's size is what is written to it, and
+	// no preallocation or limit is implied), as fileio's does; OpenAppend
+	// ignores it, as its size argument says where writing resumes.
 	Size int64
 
 	// Checksum makes a Writer end each blob with a CRC32C of its header
@@ -75,15 +74,16 @@ type Options struct {
 	// is an error matching ErrCorrupt, never data.
 	//
 	// A file must be read (and given to OpenAppend) with the Checksum it
-	// was written with: the file does not record it (Neon's format has
-	// no file header), so no Reader can tell. Written with it and read
-	// without, an uncompressed blob comes back with its 4-byte CRC after
-	// the payload, and no error (a zstd blob still decodes to its
-	// payload). Written without it and read with it, every blob is an
-	// error matching ErrCorrupt whose message says the file may have
-	// been written without Checksum, but for a Scanner without Size over
-	// a file of one blob, which takes it for a torn tail: no blobs, Torn
-	// true, a nil Err.
+	// was written with, which it does not record (Neon's format has no
+	// file header). Written with it and opened without, it is refused:
+	// Open finds its first blob sealed and fails with an error matching
+	// ErrInvalidOptions that names Checksum (where the first blob lies
+	// past the first 64 KiB, Open cannot look, and an uncompressed blob
+	// comes back with its 4-byte CRC after the payload). Written without
+	// it and read with it, every blob is an error matching ErrCorrupt
+	// whose message says the file may have been written without
+	// Checksum, but for a Scanner without Size over a file of one blob,
+	// which takes it for a torn tail: no blobs, Torn true, a nil Err.
 	Checksum bool
 }
 
@@ -99,9 +99,9 @@ func (o *Options) withDefaults() Options {
 }
 
 // A Writer appends blobs to a new file (Create) or to an existing one
-// (OpenAppend), through a fileio.Writer: it frames each blob and writes
-// header and payload into the fileio.Writer's buffers. It is not safe for
-// concurrent use.
+// (OpenAppend) through the writer core (internal/appender), as fileio's
+// Writer does: it frames each blob and writes header and payload into
+// the core's buffers. It is not safe for concurrent use.
 //
 // Close is owed: a Writer dropped without it is released by a cleanup when
 // the garbage collector finds it unreachable, as an os.File is (its
@@ -111,8 +111,7 @@ func (o *Options) withDefaults() Options {
 // in zeros grown ahead of the writes, or in a partial block. Only what
 // the last Sync made durable (Synced) is sure to be there.
 type Writer struct {
-	fw      *fileio.Writer
-	ap      *appender.Appender // fw's: blobs are framed straight into it
+	ap      *appender.Appender
 	comp    Compression
 	enc     *zstd.Encoder
 	zbuf    []byte // reused compression output
@@ -121,46 +120,47 @@ type Writer struct {
 	seal    [zstdSkipHeader + crcSize]byte // a large blob's seal
 	sealed  []byte                         // a small blob's stored bytes and seal, reused
 	closed  bool
-	cleanup runtime.Cleanup // closes an unclosed Writer's encoder; stopped by Close
+	cleanup runtime.Cleanup // releases an unclosed Writer's appender and encoder; stopped by Close
 }
 
-// armCleanup attaches the safety net to a Writer about to be returned:
-// the fileio.Writer has its own, which releases the file and buffers
-// without writing or syncing anything; this one closes the encoder. It
-// does not refer to the Writer, or the Writer would never be unreachable.
-func (w *Writer) armCleanup() *Writer {
-	if w.enc != nil {
-		w.cleanup = runtime.AddCleanup(w, func(e *zstd.Encoder) { e.Close() }, w.enc)
+// writerParts are what an unclosed Writer's cleanup releases: the
+// appender (its file and buffers, nothing written or synced) and the
+// encoder. They do not refer to the Writer, or it would never be
+// unreachable.
+type writerParts struct {
+	ap  *appender.Appender
+	enc *zstd.Encoder
+}
+
+func (p writerParts) release() {
+	p.ap.Discard()
+	if p.enc != nil {
+		p.enc.Close()
 	}
-	return w
 }
 
 // Create creates the file at path (failing if it exists) and returns a
 // Writer that appends blobs to it. It fsyncs the directory, so that the
 // file outlives a power cut once a Sync has returned. Options it refuses
-// give an error matching ErrInvalidOptions; a Create that fails leaves no
-// file.
+// give an error matching ErrInvalidOptions, among them a non-zero
+// Options.Size, which is Open's (a new file's size is what is written to
+// it); a Create that fails leaves no file.
 func Create(path string, o *Options) (*Writer, error) {
-	return create(path, o, syncDir)
+	return create(path, o, nil)
 }
 
 // create is Create with the directory's fsync as a parameter, for a test
-// to count.
+// to count (nil: appender.SyncDir).
 func create(path string, o *Options, dirSync func(dir string) error) (*Writer, error) {
-	opts, fo, err := writerOptions(o)
+	opts, ao, err := writerOptions(o)
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWriter(opts)
-	if err != nil {
-		return nil, err
+	if opts.Size != 0 {
+		return nil, fmt.Errorf("%w: Size %d is for Open: a new file's size is what is written to it", ErrInvalidOptions, opts.Size)
 	}
-	fw, err := unwrap.Create(path, &fo, dirSync)
-	if err != nil {
-		w.closeEncoder()
-		return nil, invalidAsOurs(err)
-	}
-	return w.on(fw.(*fileio.Writer)), nil
+	ao.DirSync = dirSync
+	return newWriter(opts, func() (*appender.Appender, error) { return appender.Create(path, ao) })
 }
 
 // OpenAppend opens the blob file at path to append to it from logical
@@ -173,29 +173,18 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 // is the end of a blob. A size below zero or past the file's end gives an
 // error matching ErrInvalidOptions and leaves the file as it was; a
 // missing file, one matching fs.ErrNotExist. Options are those of Create
-// (Options.Size is ignored).
+// (Options.Size is ignored: size says where writing resumes).
 func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
-	opts, fo, err := writerOptions(o)
+	opts, ao, err := writerOptions(o)
 	if err != nil {
 		return nil, err
 	}
-	if size < 0 {
-		return nil, fmt.Errorf("%w: size %d is negative", ErrInvalidOptions, size)
-	}
-	w, err := newWriter(opts)
-	if err != nil {
-		return nil, err
-	}
-	fw, err := fileio.OpenAppend(path, size, &fo)
-	if err != nil {
-		w.closeEncoder()
-		return nil, invalidAsOurs(err)
-	}
-	return w.on(fw), nil
+	return newWriter(opts, func() (*appender.Appender, error) { return appender.OpenAppend(path, size, ao) })
 }
 
-// newWriter returns a Writer with its encoder, not yet on a file.
-func newWriter(opts Options) (*Writer, error) {
+// newWriter returns a Writer with its encoder on the appender open makes,
+// its cleanup armed.
+func newWriter(opts Options, open func() (*appender.Appender, error)) (*Writer, error) {
 	w := &Writer{comp: opts.Compression, sum: opts.Checksum}
 	if w.comp == Zstd {
 		var err error
@@ -203,13 +192,14 @@ func newWriter(opts Options) (*Writer, error) {
 			return nil, err
 		}
 	}
+	ap, err := open()
+	if err != nil {
+		w.closeEncoder()
+		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
+	}
+	w.ap = ap
+	w.cleanup = runtime.AddCleanup(w, writerParts.release, writerParts{ap, w.enc})
 	return w, nil
-}
-
-// on puts w on fw and arms its cleanup.
-func (w *Writer) on(fw *fileio.Writer) *Writer {
-	w.fw, w.ap = fw, unwrap.Appender(fw)
-	return w.armCleanup()
 }
 
 func (w *Writer) closeEncoder() {
@@ -218,54 +208,24 @@ func (w *Writer) closeEncoder() {
 	}
 }
 
-// writerOptions returns o (nil: defaults) and the fileio Options it
+// writerOptions returns o (nil: defaults) and the appender's Options it
 // makes, refusing them before any file is created, for Create and
 // OpenAppend alike.
-func writerOptions(o *Options) (Options, fileio.Options, error) {
+func writerOptions(o *Options) (Options, appender.Options, error) {
 	var opts Options
 	if o != nil {
 		opts = *o
 	}
-	fo := fileio.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, IO: opts.IO, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Faults: opts.Faults, Retry: opts.Retry}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Retry: opts.Retry}
-	return opts, fo, validate(opts, ao)
-}
-
-// invalidAsOurs rewords an error of fileio's matching
-// fileio.ErrInvalidOptions (a Pool that does not fit the file, a size
-// past its end) as blobio's own, still matching what else it wrapped
-// (io.ErrUnexpectedEOF); any other error is returned as it is.
-func invalidAsOurs(err error) error {
-	if !errors.Is(err, fileio.ErrInvalidOptions) {
-		return err
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Retry: opts.Retry,
+		IO: opts.IO, Faults: opts.Faults}
+	if opts.Compression != None && opts.Compression != Zstd {
+		return opts, ao, fmt.Errorf("%w: unknown compression %v", ErrInvalidOptions, opts.Compression)
 	}
-	return &invalidError{err}
-}
-
-// invalidError is a fileio error matching ErrInvalidOptions, in blobio's
-// words.
-type invalidError struct{ err error }
-
-func (e *invalidError) Error() string {
-	return "blobio: invalid options: " + strings.TrimPrefix(e.err.Error(), "fileio: invalid options: ")
-}
-
-func (e *invalidError) Is(target error) bool { return target == ErrInvalidOptions }
-func (e *invalidError) Unwrap() error        { return e.err }
-
-// validate refuses Options before any file is created.
-func validate(o Options, ao appender.Options) error {
-	switch {
-	case o.Compression != None && o.Compression != Zstd:
-		return fmt.Errorf("%w: unknown compression %v", ErrInvalidOptions, o.Compression)
-	case !o.IO.Valid():
-		return fmt.Errorf("%w: unknown I/O policy %v", ErrInvalidOptions, o.IO)
-	}
-	return appender.WrapInvalid(ao.Validate(), ErrInvalidOptions)
+	return opts, ao, appender.WrapInvalid(ao.Validate(), ErrInvalidOptions)
 }
 
 // Mode reports the I/O path the writer uses.
-func (w *Writer) Mode() fallback.Mode { return w.fw.Mode() }
+func (w *Writer) Mode() fallback.Mode { return w.ap.Mode() }
 
 // Size returns the logical size of the file: the offset of the next blob.
 func (w *Writer) Size() int64 { return w.ap.Size() }
@@ -310,8 +270,8 @@ func (w *Writer) WriteBlob(p []byte) (off int64, err error) {
 	} else {
 		off, err = w.ap.WriteRecord(hdr, data)
 	}
-	// w must outlive the appender's work: fw's cleanup releases the
-	// appender once w, and so fw, is unreachable, which could be mid-call.
+	// w must outlive the appender's work: its cleanup releases the
+	// appender once w is unreachable, which could be mid-call.
 	runtime.KeepAlive(w)
 	return off, err
 }
@@ -326,7 +286,7 @@ func (w *Writer) Sync() error {
 	if w.closed {
 		return ErrClosed
 	}
-	err := w.fw.Sync()
+	err := w.ap.Sync()
 	runtime.KeepAlive(w) // as in WriteBlob
 	return err
 }
@@ -343,9 +303,9 @@ func (w *Writer) Close() error {
 	w.closed = true
 	w.cleanup.Stop()
 	w.closeEncoder()
-	return w.fw.Close()
+	return w.ap.Close()
 }
 
 // RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
 // EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.
-type RetryPolicy = fileio.RetryPolicy
+type RetryPolicy = appender.RetryPolicy

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dio-storage/dio/internal/appender"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestCreateSyncsDirectory(t *testing.T) {
 	dir := testenv.Dir(t)
 	var synced []string
-	count := func(d string) error { synced = append(synced, d); return syncDir(d) }
+	count := func(d string) error { synced = append(synced, d); return appender.SyncDir(d) }
 	w, err := create(filepath.Join(dir, "f.blob"), nil, count)
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
@@ -31,5 +32,5 @@ func TestCreateSyncsDirectory(t *testing.T) {
 	assert.True(t, errors.Is(err, os.ErrNotExist), "a failed Create left its file: %v", err)
 
 	// The real one works on the filesystem under test.
-	require.NoError(t, syncDir(dir))
+	require.NoError(t, appender.SyncDir(dir))
 }

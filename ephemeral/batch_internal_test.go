@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
 // scanned returns a direct file holding n patterned bytes, all on disk,
-// whose readers' queue is wrapped in a filetest.CountQueue.
+// whose sequential window's queue is wrapped in a filetest.CountQueue.
 func scanned(t *testing.T, n int) (*File, []byte, *filetest.CountQueue) {
 	t.Helper()
 	if testenv.RejectsDirect() {
@@ -30,10 +31,11 @@ func scanned(t *testing.T, n int) (*File, []byte, *filetest.CountQueue) {
 	_, err = f.Write(want)
 	require.NoError(t, err)
 	require.NoError(t, f.Flush())
-	q, err := f.readQueue()
-	require.NoError(t, err)
-	cq := filetest.NewCountQueue(q)
-	f.rd.q = cq
+	var cq *filetest.CountQueue
+	require.NoError(t, f.rd.win.SetQueue(func(q direct.Queue) direct.Queue {
+		cq = filetest.NewCountQueue(q)
+		return cq
+	}))
 	return f, want, cq
 }
 
@@ -48,9 +50,11 @@ func scan(f *File, got []byte, off int) error {
 	return nil
 }
 
-// TestWindowBatch: the sequential window's first whole read goes to the
-// queue in one batch with the read-ahead after it; every later
-// read-ahead goes alone, as the window moves on.
+// TestWindowBatch: a reader that goes on where its random read (8 KiB)
+// ended takes the sequential window, whose opening reads (64 and 128 KiB)
+// go to the queue in one batch; every later read goes alone as the
+// window moves on (256 KiB, then 512 KiB ones), up to the bytes the
+// writer's buffers still hold.
 func TestWindowBatch(t *testing.T) {
 	f, want, q := scanned(t, 4<<20)
 	defer f.Close()
@@ -58,46 +62,45 @@ func TestWindowBatch(t *testing.T) {
 	require.NoError(t, scan(f, got, 0))
 	require.True(t, bytes.Equal(want, got), "the file's bytes")
 	submits, batches := q.Counts()
-	assert.Equal(t, []int{2}, batches, "the window's read and the read-ahead, one batch")
-	// 8 KiB (a random read), 64, 128 and 256 KiB reads, then the read-
-	// ahead of every 512 KiB after the batch's two, up to the bytes the
-	// writer's buffers still hold.
+	assert.Equal(t, []int{2}, batches, "the window's opening reads, one batch")
 	_, inMemory := f.ap.Cached(0)
-	whole := (int(inMemory) - (8<<10 + 64<<10 + 128<<10 + 256<<10) + 512<<10 - 1) / (512 << 10)
-	require.Greater(t, whole, 2)
-	assert.Equal(t, 4+whole-2, submits, "reads one at a time")
+	opened := int64(8<<10 + 64<<10 + 128<<10)
+	later := 1 + int((inMemory-opened-256<<10+512<<10-1)/(512<<10))
+	require.Greater(t, later, 2)
+	assert.Equal(t, later, submits, "reads one at a time")
 }
 
-// TestWindowBatchRefused: when the queue refuses the read-ahead, the
-// window's read still serves the reader, and the scan goes on correctly;
-// when it refuses the window's read too, the reader gets the refusal and
-// nothing stays in flight. Close leaves no goroutine behind.
+// TestWindowBatchRefused: a window read the queue refuses is dropped,
+// and the reader reads in the foreground instead, so the scan goes on
+// correctly whether the queue refuses the opening batch's second read or
+// both; nothing stays in flight, no buffer is held but the last random
+// read's, and once the queue accepts again the window serves the scan.
+// Close leaves no goroutine behind.
 func TestWindowBatchRefused(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	f, want, q := scanned(t, 3<<20)
 	got := make([]byte, len(want))
-	q.Refuse(1)
-	require.NoError(t, scan(f, got, 0))
-	require.True(t, bytes.Equal(want, got), "the file's bytes, read ahead or not")
-	_, batches := q.Counts()
-	q.Refuse(0)
-	assert.NotEmpty(t, batches)
-	assert.False(t, f.rd.st.ahead, "a read-ahead the queue refused counted in flight")
-
-	// Back to the start, once the scan's hold on the window has lapsed:
-	// the window's growth begins again, and its whole read is refused.
-	f.rd.st.used = time.Time{}
-	clear(got)
-	err := scan(f, got, 0)
-	require.ErrorIs(t, err, filetest.ErrRefused)
-	assert.False(t, f.rd.st.ahead)
-	assert.False(t, f.rd.st.busy)
-	assert.Zero(t, len(f.rd.tokens), "read buffers held")
+	for _, refuse := range []int{1, 0} {
+		q.Refuse(refuse)
+		f.rd.used = time.Time{} // the last scan's hold on the window has lapsed
+		clear(got)
+		require.NoError(t, scan(f, got, 0), "refuse %d", refuse)
+		require.True(t, bytes.Equal(want, got), "the file's bytes, refuse %d", refuse)
+		_, batches := q.Counts()
+		assert.NotEmpty(t, batches)
+		assert.False(t, f.rd.win.InFlight(), "a refused read counted in flight")
+		assert.False(t, f.rd.busy)
+		small, large := f.rd.c.Small(), f.rd.c.Large()
+		assert.Equal(t, small.Made()+large.Made()-1, small.Idle()+large.Idle(), "read buffers held")
+	}
 
 	q.Refuse(-1)
+	f.rd.used = time.Time{}
 	clear(got)
 	require.NoError(t, scan(f, got, 0))
-	require.True(t, bytes.Equal(want, got), "the file's bytes after the refusal")
+	require.True(t, bytes.Equal(want, got), "the file's bytes after the refusals")
+	_, batches := q.Counts()
+	assert.Equal(t, []int{2}, batches, "the window serves the scan again")
 	require.NoError(t, f.Close())
 	testenv.WaitGoroutines(t, goroutines)
 }

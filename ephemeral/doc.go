@@ -4,11 +4,13 @@
 //
 // The file has no name (O_TMPFILE where the filesystem allows it, else a
 // random name unlinked at once), so it is gone when it is closed or when
-// the process dies. Appends fill aligned buffers that are written with
-// O_DIRECT while the next ones fill; reads are served from those buffers
-// while they hold the bytes, and from the disk with aligned reads
-// otherwise, so readers see every appended byte at once, concurrently with
-// the writer. As in Neon's EphemeralFile, a read takes its bytes from three
+// the process dies. Appends fill the aligned buffers of the writer core
+// (internal/appender), written with O_DIRECT while the next ones fill;
+// reads are served from those buffers while they hold the bytes, and from
+// the disk through the reader core (internal/reader: pooled aligned
+// reads, a read-ahead window for a reader that goes on in order, an EIO
+// split into sectors) otherwise, so readers see every appended byte at
+// once, concurrently with the writer. As in Neon's EphemeralFile, a read takes its bytes from three
 // places at once (the written part on disk, the buffers in flight, the
 // buffer filling), and the lock that says which is which is never held
 // across a device wait: the writer never waits for a reader's device read,

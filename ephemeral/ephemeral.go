@@ -2,10 +2,8 @@ package ephemeral
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"runtime"
 	"slices"
 	"sync"
@@ -16,15 +14,7 @@ import (
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
 	"github.com/dio-storage/dio/internal/appender"
-)
-
-var (
-	// ErrClosed reports use of a closed File. It matches fs.ErrClosed too,
-	// as os.File's errors do.
-	ErrClosed = fmt.Errorf("ephemeral: %w", fs.ErrClosed)
-	// ErrInvalidOptions reports Options that Create refuses, before any
-	// file is created.
-	ErrInvalidOptions = errors.New("ephemeral: invalid options")
+	"github.com/dio-storage/dio/internal/reader"
 )
 
 // Options configure Create. A nil *Options means defaults.
@@ -79,20 +69,21 @@ type Options struct {
 // collects seldom: until then it holds its disk space and memory.
 //
 // Memory: the write buffers (Buffers × BufferSize, or what the Pool lends),
-// plus read buffers of 512 KiB (rounded up to whole write buffers),
-// allocated as reads need them and freed by Close: one per read waiting
-// for the disk, at most 16 at once (more readers wait for one), two for
-// the sequential window and its read-ahead, and one keeping the last
-// random read, so at most 19 (9.5 MiB by default). Reads go through a
-// queue of their own, made at the first disk read so that no read waits
-// behind a write: an io_uring ring of 18 entries, or 18 worker goroutines
-// on the pwrite engine.
+// plus what reads take from the reader core (internal/reader), allocated
+// as they need it and freed by Close: a random read's buffer from pools
+// of at most 128 of 16 KiB and 32 of 128 KiB plus a block (6.1 MiB; a
+// read that finds them all in use gets one for itself rather than wait,
+// and one longer than a large buffer reads straight into the caller's
+// slice), and the sequential window's two reads of 512 KiB (rounded up to
+// whole write buffers). Reads go through a queue of their own, made at
+// the first queued read, so that no read waits behind a write: the
+// core's, of 64 entries, and the window's, of 2.
 // Random reads fetch only the aligned blocks they need (at least 8 KiB);
 // a reader that reads on where the last disk read ended is sequential and
-// gets reads that double up to 512 KiB, the next one read in the
-// background while it parses, as the kernel's readahead does. Random
-// readers do not take that window from a sequential reader that is still
-// using it.
+// gets the window, whose reads double from 64 KiB up to 512 KiB, the next
+// one read in the background while it parses, as the kernel's readahead
+// does. Random readers do not take that window from a sequential reader
+// that is still using it.
 type File struct {
 	wmu sync.Mutex // the writer side: held across its device waits
 	hdr [blobio.MaxHeaderSize]byte
@@ -124,42 +115,32 @@ type fileResources struct {
 	rd *readState
 }
 
-// release frees what a File holds: its read buffers and queue, then,
-// through Discard, its write buffers and its descriptor, after the I/O in
-// flight. Nothing is written. Called by Close, with no reader left, or by
-// the cleanup, when none can be.
+// release frees what a File holds: the window and the reader core's
+// queue and buffers, then, through Discard, its write buffers and its
+// descriptor, after the I/O in flight. Nothing is written. Called by
+// Close, with no reader left, or by the cleanup, when none can be.
 func (r fileResources) release() error {
-	rd := r.rd
-	if rd.st.ahead {
-		rd.q.Await(rd.st.next.done)
-		rd.st.ahead = false
-	}
-	if rd.q != nil {
-		rd.q.Close()
-	}
-	for _, b := range rd.all {
-		b.Free()
-	}
-	rd.all, rd.free, rd.st.cur, rd.st.next, rd.recent = nil, nil, nil, nil, nil
+	r.rd.recent.put()
+	r.rd.recent = span{}
+	r.rd.win.Close()
+	r.rd.c.Close() // its queue and pools; the file is the appender's to close
 	return r.ap.Discard()
 }
-
-// readAheadSize is the size of each read buffer, rounded up to whole write
-// buffers: sequential reads of 512 KiB instead of 64 KiB run several times
-// faster on the disks measured here, which charge for every request.
-const readAheadSize = 512 << 10
-
-// maxReads is how many reads of one File wait for the disk at once; more
-// readers wait for a buffer. 16 is the queue depth at which 4 KiB random
-// reads on the virtio disk measured here reach 63,000/s with fio, 9× its
-// depth-1 rate (issue 13's table); the memory it costs is stated in File's
-// doc.
-const maxReads = 16
 
 // minRead is the least a random read fetches: a header read then brings
 // the payload of a blob up to about 8 KiB in the same device read (a
 // PostgreSQL page image, the commonest value Neon's ephemeral files hold).
 const minRead = 8 << 10
+
+// The sequential window's reads: from firstWindowRead after it starts,
+// doubling up to windowRead (rounded up to whole write buffers), one
+// parsed while the next is read: sequential reads of 512 KiB instead of
+// 64 KiB run several times faster on the disks measured here, which
+// charge for every request.
+const (
+	firstWindowRead = 64 << 10
+	windowRead      = 512 << 10
+)
 
 // streamHold is how long the sequential window stays its reader's after
 // its last move, before a reader that looks sequential elsewhere may take
@@ -171,51 +152,42 @@ const streamHold = 200 * time.Millisecond
 
 // readState is what the readers share, under File.rmu.
 type readState struct {
-	q      direct.Queue      // the readers' own queue, made at the first disk read, so no read waits behind a write
-	tokens chan struct{}     // one per read buffer a reader holds: at most maxReads
-	free   []*readBuf        // read buffers not in use
-	size   int               // bytes per read buffer
-	st     stream            // the sequential window
-	recent *readBuf          // the last random read's buffer: a reader that goes on where it ended is sequential
-	all    []*aligned.Buffer // every read buffer, for Close
+	c      *reader.Reader // the reader core over the file: its pools, its queue, the EIO split
+	win    *reader.Window // the sequential window
+	busy   bool           // a reader is moving the window, outside rmu
+	used   time.Time      // when a reader last moved the window
+	recent span           // the last random read's buffer: a reader that goes on where it ended is sequential
 }
 
-// readBuf is an aligned read buffer holding the file's bytes [off, off+n),
-// all of them final on disk when read.
-type readBuf struct {
-	b    *aligned.Buffer
-	done chan direct.Completion
+// span is a pooled read buffer holding the file's bytes [off, off+n), all
+// of them final on disk when read.
+type span struct {
+	b    *reader.Buf
+	pool *reader.Pool
 	off  int64
 	n    int
-	read int // bytes the read that filled it asked for
 }
 
-// copy copies the buffer's bytes at pos into p and returns how many.
-func (b *readBuf) copy(p []byte, pos int64) int {
-	if b == nil || pos < b.off || pos >= b.off+int64(b.n) {
+// copy copies the span's bytes at pos into p and returns how many.
+func (s *span) copy(p []byte, pos int64) int {
+	if s.b == nil || pos < s.off || pos >= s.off+int64(s.n) {
 		return 0
 	}
-	return copy(p, b.b.Bytes()[pos-b.off:b.n])
+	return copy(p, s.b.Buf.Bytes()[pos-s.off:s.n])
 }
 
-// stream is the window of the last sequential read. A read that starts
-// where it ends moves it on, doubling the next read's size up to a whole
-// buffer; once its reads are whole buffers, the next one is read into next
-// in the background. A read that starts where the last random read ended
-// takes the window over, unless it is a scan's (reads of whole buffers)
-// that its reader used within streamHold: so random readers never take it
-// from a scan, and a new sequential reader gets it once the scan is done. Only the reader that
-// set busy changes cur's bytes, next or the ahead fields, outside the lock.
-type stream struct {
-	cur  *readBuf
-	next *readBuf  // the read-ahead's buffer
-	busy bool      // a reader is moving the window on
-	used time.Time // when a reader last read from the window
-
-	ahead      bool // a read of [aheadOff, aheadFinal) is in flight into next
-	aheadOff   int64
-	aheadFinal int64
+// put gives the span's buffer back to its pool.
+func (s *span) put() {
+	if s.b != nil {
+		s.pool.Put(s.b)
+		s.b = nil
+	}
 }
+
+// noClose is the file as the reader core sees it: the appender closes it.
+type noClose struct{ fallback.File }
+
+func (noClose) Close() error { return nil }
 
 // Create creates a temporary file in dir that no other open can reach
 // and that is gone once closed: on Linux an unnamed one (O_TMPFILE), else
@@ -229,7 +201,7 @@ func Create(dir string, o *Options) (*File, error) {
 	if o != nil {
 		opts = *o
 	}
-	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Context: opts.Context, Retry: opts.Retry}
+	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, Context: opts.Context, Retry: opts.Retry, IO: opts.IO}
 	if err := opts.validate(ao); err != nil {
 		return nil, err
 	}
@@ -240,7 +212,7 @@ func Create(dir string, o *Options) (*File, error) {
 	if opts.Faults != nil {
 		f = fallback.WithFaults(f, opts.Faults) // every read and write meets them
 	}
-	file := &File{f: f, mu: new(sync.Mutex), rd: new(readState)}
+	file := &File{f: f, mu: new(sync.Mutex)}
 	ao.Lock = file.mu
 	ap, err := appender.New(f, ao)
 	if err != nil {
@@ -249,20 +221,22 @@ func Create(dir string, o *Options) (*File, error) {
 		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
 	file.ap = ap
-	file.rd.size = aligned.Up(readAheadSize, ap.BufferSize())
-	file.rd.tokens = make(chan struct{}, maxReads)
+	c, err := reader.New(noClose{f}, 0, reader.Options{Name: "ephemeral", Closed: ErrClosed, Invalid: ErrInvalidOptions, Offset: ErrOffset})
+	if err != nil {
+		ap.Discard()
+		return nil, err
+	}
+	read := aligned.Up(windowRead, ap.BufferSize())
+	file.rd = &readState{c: c, win: c.NewWindow(reader.WindowOptions{First: firstWindowRead, Max: read, Ring: 2})}
 	file.cleanup = runtime.AddCleanup(file, func(r fileResources) { r.release() }, fileResources{ap: ap, rd: file.rd})
 	return file, nil
 }
 
 // validate refuses, before any file exists, Options that no file could
-// use: the appender's checks of sizes and counts, the policy, and a Pool
+// use: the appender's checks of the policy, sizes and counts, and a Pool
 // that no O_DIRECT file could take when the policy demands O_DIRECT.
 // appender.New checks the Pool against the file's own alignment.
 func (o *Options) validate(ao appender.Options) error {
-	if !o.IO.Valid() {
-		return fmt.Errorf("%w: unknown IO policy %v", ErrInvalidOptions, o.IO)
-	}
 	if err := ao.Validate(); err != nil {
 		return appender.WrapInvalid(err, ErrInvalidOptions)
 	}
@@ -381,7 +355,9 @@ func (f *File) Close() error {
 
 // ReadAt reads len(p) bytes at off, from memory where the bytes are still
 // buffered and from the disk otherwise. At the end of the file it returns
-// the bytes there are and io.EOF.
+// the bytes there are and io.EOF; a negative off gives an error matching
+// ErrOffset. A read over an unreadable sector returns the bytes before
+// it and a *direct.SectorError naming it.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	r, err := f.startRead()
 	if err != nil {
@@ -389,13 +365,15 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	}
 	defer r.end()
 	if off < 0 {
-		return 0, fmt.Errorf("ephemeral: read at negative offset %d", off)
+		return 0, offsetError{fmt.Sprintf("ReadAt at negative offset %d", off)}
 	}
 	return r.read(p, off, off+int64(len(p)), f.Size())
 }
 
-// ReadBlob reads the blob at off, appending it to dst[:0]. A header that is
-// not a blob's gives a *blobio.CorruptError at off, matching blobio.ErrCorrupt.
+// ReadBlob reads the blob at off, appending it to dst[:0]. An offset at
+// or past Size, or a negative one, gives an error matching ErrOffset (and
+// blobio.ErrOffset); a header that is not a blob's a *blobio.CorruptError
+// at off, matching blobio.ErrCorrupt.
 func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	r, err := f.startRead()
 	if err != nil {
@@ -406,7 +384,7 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	// it lies within, and the writer's lock is taken less.
 	fileSize := f.Size()
 	if off < 0 || off >= fileSize {
-		return dst[:0], fmt.Errorf("%w: offset %d, size %d", blobio.ErrOffset, off, fileSize)
+		return dst[:0], offsetError{fmt.Sprintf("blob at %d, size %d", off, fileSize)}
 	}
 	// Read the header's first byte, and the rest only for a long header:
 	// reading past a short header could move the sequential window on to
@@ -429,7 +407,7 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	case err != nil:
 		return dst[:0], blobError(off, err)
 	case c != blobio.None:
-		return dst[:0], &blobio.CorruptError{Off: off, Reason: "compressed, and an ephemeral file never compresses"}
+		return dst[:0], corrupt{&blobio.CorruptError{Off: off, Reason: "compressed, and an ephemeral file never compresses"}}
 	}
 	// Check the claimed size before allocating for it: a corrupt header
 	// may claim 256 MiB in a file of 1 KiB.
@@ -449,33 +427,37 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// A reader is one ReadAt or ReadBlob call, from startRead to end, which
+// A readCall is one ReadAt or ReadBlob call, from startRead to end, which
 // it spends holding File.rmu but for its device waits. Its buffer is its
-// own from its first disk read to end, which offers it to the stream.
-type reader struct {
+// own from its first random read to end, which keeps it as the last
+// random read's.
+type readCall struct {
 	f   *File
-	buf *readBuf
+	buf span
 }
 
 // startRead locks f for a read that Close will wait for.
-func (f *File) startRead() (reader, error) {
+func (f *File) startRead() (readCall, error) {
 	f.rmu.Lock()
 	if f.closed {
 		f.rmu.Unlock()
-		return reader{}, ErrClosed
+		return readCall{}, ErrClosed
 	}
 	f.reading.Add(1)
-	return reader{f: f}, nil
+	return readCall{f: f}, nil
 }
 
-// end releases the reader's buffer and the lock.
-func (r *reader) end() {
+// end keeps the reader's buffer as the last random read's, and releases
+// the lock.
+func (r *readCall) end() {
 	f := r.f
-	if r.buf != nil {
-		f.donate(r.buf)
-		r.buf = nil
-		<-f.rd.tokens
+	if r.buf.n > 0 {
+		f.rd.recent.put()
+		f.rd.recent = r.buf
+	} else {
+		r.buf.put()
 	}
+	r.buf = span{}
 	f.rmu.Unlock()
 	f.reading.Done()
 }
@@ -483,47 +465,40 @@ func (r *reader) end() {
 // read copies the file's bytes [off, off+len(p)) into p, with f.rmu held,
 // and reports io.EOF at size, the file's size at most. want is where the
 // caller's reads end, so that a disk read may fetch them at once.
-func (r *reader) read(p []byte, off, want, size int64) (int, error) {
-	f := r.f
+func (r *readCall) read(p []byte, off, want, size int64) (int, error) {
+	f, rd := r.f, r.f.rd
 	end := min(off+int64(len(p)), size)
 	pos := off
 	for pos < end {
 		dst := p[pos-off : end-off]
 		// A byte final on disk never changes, so whichever copy holds it
-		// will do: this call's buffer, the stream's, or the appender's.
-		if k := r.buf.copy(dst, pos); k > 0 {
-			pos += int64(k)
-			continue
+		// will do: this call's buffer, the last random read's, the
+		// window's, or the appender's.
+		k := r.buf.copy(dst, pos)
+		if k == 0 {
+			k = rd.recent.copy(dst, pos)
 		}
-		if k := f.rd.st.cur.copy(dst, pos); k > 0 {
-			// No time.Now here: it cost a tenth of a scan's CPU. The
-			// window's time is that of its last move (see streamHold).
-			pos += int64(k)
-			continue
+		if k == 0 && !rd.busy {
+			k = copy(dst, rd.win.Peek(pos))
 		}
-		if k := f.rd.recent.copy(dst, pos); k > 0 {
-			pos += int64(k)
-			continue
+		var final int64
+		if k == 0 {
+			k, final = f.cached(dst, pos)
 		}
-		k, final := f.cached(dst, pos)
-		if k > 0 {
-			pos += int64(k)
-			continue
+		if k == 0 {
+			// [pos, final) is on disk, final.
+			var err error
+			if !rd.busy && (pos == rd.win.Frontier() || pos == rd.recent.off+int64(rd.recent.n) && f.takeWindow()) {
+				k = f.advance(dst, pos, final)
+			}
+			if k == 0 {
+				k, err = r.fill(dst, pos, max(end, want), final)
+			}
+			if err != nil {
+				return int(pos-off) + k, err
+			}
 		}
-		// [pos, final) is on disk, final.
-		var err error
-		st, recent := &f.rd.st, f.rd.recent
-		switch {
-		case st.cur != nil && st.n() > 0 && pos == st.end() && !st.busy:
-			err = f.advance(pos, final)
-		case recent != nil && recent.n > 0 && pos == recent.off+int64(recent.n) && f.takeWindow():
-			err = f.advance(pos, final)
-		default:
-			err = r.fill(pos, max(end, want), final)
-		}
-		if err != nil {
-			return int(pos - off), err
-		}
+		pos += int64(k)
 	}
 	if n := int(pos - off); n < len(p) {
 		return n, io.EOF
@@ -531,286 +506,72 @@ func (r *reader) read(p []byte, off, want, size int64) (int, error) {
 	return len(p), nil
 }
 
-func (s *stream) n() int        { return s.cur.n }
-func (s *stream) end() int64    { return s.cur.off + int64(s.cur.n) }
-func (f *File) offAlign() int64 { return int64(f.f.Alignment().Offset) }
-
 // fill reads the file's bytes from pos's block towards want into the
-// reader's own buffer; they are final on disk up to final. f.rmu is held,
-// and released for the device wait.
-func (r *reader) fill(pos, want, final int64) error {
-	f := r.f
-	if r.buf == nil {
-		b, err := f.takeBuf()
-		if err != nil {
-			return err
-		}
-		r.buf = b
+// reader's own buffer, from the reader core's pools, and copies those at
+// pos into dst; they are final on disk up to final. A range longer than a
+// large buffer is read straight into dst. f.rmu is held, and released
+// for the device wait.
+func (r *readCall) fill(dst []byte, pos, want, final int64) (int, error) {
+	c := r.f.rd.c
+	lo := aligned.Down(pos, c.Align())
+	hi := min(aligned.Up(max(want, pos+minRead), c.Align()), aligned.Up(final, c.Align()))
+	r.f.rmu.Unlock()
+	defer r.f.rmu.Lock()
+	if hi-lo > int64(c.Large().Size()) {
+		return c.ReadSpan(dst[:min(int64(len(dst)), final-pos)], pos)
 	}
-	al := f.offAlign()
-	lo := aligned.Down(pos, al)
-	hi := min(aligned.Up(max(want, pos+minRead), al), lo+int64(f.rd.size), aligned.Up(final, al))
+	if pool := c.PoolFor(hi - lo); r.buf.b == nil || r.buf.pool != pool {
+		r.buf.put()
+		b, err := pool.GetAny()
+		if err != nil {
+			return 0, err
+		}
+		r.buf = span{b: b, pool: pool}
+	}
+	buf := r.buf.b.Buf.Bytes()
 	r.buf.n = 0
-	n, err := f.readDisk(r.buf, lo, int(hi-lo))
-	if err != nil {
-		return err
+	n, err := c.Read(r.buf.b.Done, buf[:hi-lo], lo)
+	r.buf.off, r.buf.n = lo, int(min(int64(n), final-lo))
+	k := r.buf.copy(dst, pos) // the bytes before bad sectors too (direct.SectorError)
+	switch {
+	case k == len(dst):
+		return k, nil // what was asked: bad sectors past it concern a later read
+	case err != nil:
+		return k, fmt.Errorf("ephemeral: reading at %d: %w", pos+int64(k), err)
+	case k == 0:
+		return 0, fmt.Errorf("ephemeral: reading at %d: file ends at %d: %w", pos, lo+int64(n), io.ErrUnexpectedEOF)
 	}
-	return r.buf.set(lo, n, int(hi-lo), pos, final)
+	return k, nil
 }
 
-// set records that b holds the bytes read at lo, n of them, of which only
-// those before final count, and checks that pos is among them.
-func (b *readBuf) set(lo int64, n, read int, pos, final int64) error {
-	b.off, b.n, b.read = lo, int(min(int64(n), final-lo)), read
-	if b.n <= int(pos-lo) {
-		b.n = 0
-		return fmt.Errorf("ephemeral: reading at %d: file ends at %d: %w", pos, lo+int64(n), io.ErrUnexpectedEOF)
-	}
-	return nil
-}
-
-// takeBuf returns a read buffer for a reader, waiting (without f.rmu) while
-// maxReads readers hold one.
-func (f *File) takeBuf() (*readBuf, error) {
-	select {
-	case f.rd.tokens <- struct{}{}:
-	default:
-		f.rmu.Unlock()
-		f.rd.tokens <- struct{}{}
-		f.rmu.Lock()
-	}
-	b, err := f.newBuf()
-	if err != nil {
-		<-f.rd.tokens
-	}
-	return b, err
-}
-
-// newBuf returns a free read buffer, or a new one. The buffers are the
-// file's own, outside any shared pool (a reader waiting on a pool whose
-// budget the writers hold would never wake). There are at most
-// maxReads+3: one per token, the stream's two and the last random read.
-func (f *File) newBuf() (*readBuf, error) {
-	rd := f.rd
-	if k := len(rd.free); k > 0 {
-		b := rd.free[k-1]
-		rd.free = rd.free[:k-1]
-		b.n = 0
-		return b, nil
-	}
-	b, err := aligned.New(rd.size, max(f.f.Alignment().Memory, direct.MinAlignment))
-	if err != nil {
-		return nil, err
-	}
-	rd.all = append(rd.all, b)
-	return &readBuf{b: b, done: make(chan direct.Completion, 1)}, nil
-}
-
-// donate keeps a reader's buffer, done with, as the last random read, so
-// that a reader that goes on where it stopped is seen to be sequential.
-// f.rmu is held.
-func (f *File) donate(b *readBuf) {
-	if b.n == 0 {
-		f.rd.free = append(f.rd.free, b)
-		return
-	}
-	if f.rd.recent != nil {
-		f.rd.free = append(f.rd.free, f.rd.recent)
-	}
-	f.rd.recent = b
-}
-
-// takeWindow makes the last random read the sequential window, unless the
-// window is a scan's, in whole buffers, that its reader still uses. f.rmu
-// is held.
+// takeWindow reports whether a reader that goes on where the last random
+// read ended may take the sequential window: unless it is a scan's, in
+// whole reads, that its reader still uses. f.rmu is held.
 func (f *File) takeWindow() bool {
-	st := &f.rd.st
-	if st.busy || st.cur != nil && st.cur.read == f.rd.size && time.Since(st.used) < streamHold {
-		return false
-	}
-	if st.ahead {
-		// A read-ahead nobody came for: wait for its buffer, and let
-		// the next read take the window.
-		st.busy = true
-		f.rmu.Unlock()
-		f.rd.q.Await(st.next.done)
-		f.rmu.Lock()
-		st.busy, st.ahead = false, false
-		return false
-	}
-	if st.cur != nil {
-		f.rd.free = append(f.rd.free, st.cur)
-	}
-	st.cur, f.rd.recent = f.rd.recent, nil
-	return true
+	rd := f.rd
+	return !rd.win.Grown() || time.Since(rd.used) >= streamHold
 }
 
-// readQueue returns the readers' queue, making it at the first disk read.
-// f.rmu is held.
-func (f *File) readQueue() (direct.Queue, error) {
-	if f.rd.q == nil {
-		// Reads in flight: one per token, the stream's foreground read or
-		// read-ahead, and one to spare.
-		q, err := f.f.NewQueue(&direct.QueueOptions{Depth: maxReads + 2})
-		if err != nil {
-			return nil, err
-		}
-		f.rd.q = q
-	}
-	return f.rd.q, nil
-}
-
-// readDisk reads n bytes at off into b, which is the caller's alone, with
-// f.rmu released during the device wait. It returns the bytes read; a read
-// cut short by the end of the file is no error here.
-func (f *File) readDisk(b *readBuf, off int64, n int) (int, error) {
-	q, err := f.readQueue()
-	if err != nil {
-		return 0, err
-	}
+// advance copies the bytes at pos into dst from the sequential window,
+// moving it on to pos (or starting it there); [pos, final) is final on
+// disk. A window read that fails (refused, or an EIO that passes) is
+// dropped: advance returns 0, and the reader reads in the foreground,
+// which reports what persists. f.rmu is held, and released while the
+// window reads.
+func (f *File) advance(dst []byte, pos, final int64) int {
+	rd := f.rd
+	rd.busy = true
+	rd.used = time.Now()
 	f.rmu.Unlock()
-	defer f.rmu.Lock()
-	if err := q.Submit(direct.Request{Op: direct.OpRead, Buf: b.b.Bytes()[:n], Off: off, Done: b.done}); err != nil {
-		return 0, err
-	}
-	c := q.Await(b.done)
-	if c.Err != nil && c.Err != io.EOF {
-		return c.N, c.Err
-	}
-	return c.N, nil
-}
-
-// advance moves the stream on to pos, where it ends: from the read-ahead
-// when it holds pos, else with a read twice the last one's size, up to a
-// whole buffer. The bytes from pos are final on disk up to final. f.rmu is
-// held, and released for the device waits.
-func (f *File) advance(pos, final int64) error {
-	st := &f.rd.st
-	st.busy = true
-	defer func() { st.busy = false }()
-	st.used = time.Now()
-	if st.ahead {
-		f.rmu.Unlock()
-		c := f.rd.q.Await(st.next.done)
-		f.rmu.Lock()
-		st.ahead = false
-		// A failed read-ahead is dropped, not reported: the read below
-		// tries again and reports what persists.
-		if pos == st.aheadOff && (c.Err == nil || c.Err == io.EOF) && c.N > 0 {
-			st.next.off, st.next.n, st.next.read = st.aheadOff, int(min(int64(c.N), st.aheadFinal-st.aheadOff)), f.rd.size
-			st.cur, st.next = st.next, st.cur
-			f.startAhead()
-			return nil
-		}
-	}
-	size := min(max(2*st.cur.read, f.ap.BufferSize()), f.rd.size)
-	al := f.offAlign()
-	lo := aligned.Down(pos, al)
-	hi := min(lo+int64(size), aligned.Up(final, al))
-	st.cur.n = 0 // its bytes change now
-	if size == f.rd.size && hi == lo+int64(size) && hi < final {
-		// The window's first whole read, with bytes on disk past it:
-		// the read-ahead goes with it, one batch.
-		return f.advanceWithAhead(lo, hi, pos, final)
-	}
-	n, err := f.readDisk(st.cur, lo, int(hi-lo))
-	if err != nil {
-		return err
-	}
-	if err := st.cur.set(lo, n, size, pos, final); err != nil {
-		return err
-	}
-	if size == f.rd.size {
-		f.startAhead()
-	}
-	return nil
-}
-
-// advanceWithAhead reads [lo, hi), a whole buffer, into the window and
-// the buffer after it into the read-ahead, submitted together (one
-// io_uring_enter on the io_uring engine), and waits for the first: the
-// read-ahead then runs while the caller parses, instead of starting once
-// the window's read is done. A read-ahead the queue refuses is dropped,
-// as startAhead drops one; a refused window read is the caller's error.
-// f.rmu is held, st.busy set; the lock is released for the device wait.
-func (f *File) advanceWithAhead(lo, hi, pos, final int64) error {
-	st := &f.rd.st
-	if st.next == nil {
-		if b, err := f.newBuf(); err == nil { // else no read-ahead, as in startAhead
-			st.next = b
-		}
-	}
-	q, err := f.readQueue()
-	if err != nil {
-		return err
-	}
-	rs := [2]direct.Request{{Op: direct.OpRead, Buf: st.cur.b.Bytes()[:hi-lo], Off: lo, Done: st.cur.done}}
-	k := 1
-	if st.next != nil {
-		st.next.n = 0
-		rs[1] = direct.Request{Op: direct.OpRead, Buf: st.next.b.Bytes(), Off: hi, Done: st.next.done}
-		k = 2
-	}
-	f.rmu.Unlock()
-	m, err := direct.SubmitBatch(q, rs[:k])
-	var c direct.Completion
-	if m > 0 {
-		c = q.Await(st.cur.done)
-	}
+	rd.win.SetSize(final)
+	b, err := rd.win.Next(pos)
+	k := copy(dst, b)
 	f.rmu.Lock()
-	if m == 2 {
-		st.ahead, st.aheadOff, st.aheadFinal = true, hi, final
-	}
-	if m == 0 {
-		return err
-	}
-	if c.Err != nil && c.Err != io.EOF {
-		return c.Err
-	}
-	return st.cur.set(lo, c.N, int(hi-lo), pos, final)
-}
-
-// startAhead reads the bytes after the window into next in the background,
-// if they are final on disk. f.rmu is held, st.busy set; the lock is
-// released for the Submit, which may wait for the engine.
-func (f *File) startAhead() {
-	st := &f.rd.st
-	at := st.end()
-	if at%f.offAlign() != 0 {
-		return
-	}
-	k, final := f.cached(nil, at)
-	if k > 0 || at >= final {
-		return
-	}
-	if st.next == nil {
-		b, err := f.newBuf()
-		if err != nil {
-			return // no read-ahead: the next read waits for the device, that is all
-		}
-		st.next = b
-	}
-	q, err := f.readQueue()
+	rd.busy = false
 	if err != nil {
-		return
+		return 0
 	}
-	st.next.n = 0
-	f.rmu.Unlock()
-	err = q.Submit(direct.Request{Op: direct.OpRead, Buf: st.next.b.Bytes(), Off: at, Done: st.next.done})
-	f.rmu.Lock()
-	if err == nil {
-		st.ahead, st.aheadOff, st.aheadFinal = true, at, final
-	}
-}
-
-// blobError names the blob at off in err, which DecodeHeader returned: a
-// corruption becomes a *blobio.CorruptError at off in the file.
-func blobError(off int64, err error) error {
-	var ce *blobio.CorruptError
-	if errors.As(err, &ce) {
-		return ce.At(off) // DecodeHeader's offsets are its input's: make them the file's
-	}
-	return fmt.Errorf("ephemeral: blob at %d: %w", off, err)
+	return k
 }
 
 // RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,

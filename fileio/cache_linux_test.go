@@ -71,6 +71,10 @@ func residentPages(t *testing.T, path string) (int64, []int64) {
 	return int64(len(offs)) * page, offs
 }
 
+// btrfsSlack is what btrfs may leave in the page cache of a file read
+// with O_DIRECT when a buffer's page was moving: one read's span.
+const btrfsSlack = 512 << 10
+
 // TestDirectLeavesNoCache: where the filesystem takes O_DIRECT, the
 // Writer's and the Reader's descriptors carry it (/proc/self/fdinfo), and
 // after a write, a Close, random reads and a sequential scan nothing of
@@ -111,12 +115,14 @@ func TestDirectLeavesNoCache(t *testing.T) {
 		t.Skip("tmpfs files live in the page cache: mincore says nothing there")
 	}
 	n, offs := residentPages(t, path)
-	if n > 0 && fsName == "btrfs" {
-		// Measured on the matrix's btrfs (Linux 6.18): 1.8-3.9 MB of
-		// this 4.3 MB file stay cached; btrfs serves O_DIRECT writes
-		// through its page cache (dio-check's ingest rows show it too).
-		// The test says how much rather than fail.
-		t.Skipf("btrfs left %d bytes of %d in the page cache", n, len(want))
+	if fsName == "btrfs" && n <= btrfsSlack {
+		// btrfs reads the rest of a direct read through its page cache
+		// when the buffer's pages are not there when the read runs: a
+		// page being moved (compaction) on two tries running, now and
+		// then. A buffer's pages never committed at all did it every
+		// time (the Sequential's window, lazily mapped, left 2.4 MB of
+		// this 4.3 MB file cached), and fail this test.
+		n = 0
 	}
 	require.Zero(t, n, "bytes of the file left in the page cache on %s, pages at %v of %d", fsName, offs, len(want))
 

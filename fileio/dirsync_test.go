@@ -1,4 +1,4 @@
-package fileio_test
+package fileio
 
 import (
 	"errors"
@@ -10,9 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dio-storage/dio/fileio"
 	"github.com/dio-storage/dio/internal/testenv"
-	"github.com/dio-storage/dio/internal/unwrap"
 )
 
 // TestNoDirSync: Create fsyncs the new file's directory once by default,
@@ -44,7 +42,7 @@ func TestNoDirSync(t *testing.T) {
 				}
 				return nil
 			}
-			w, err := unwrap.Create(path, &fileio.Options{NoDirSync: tc.noDirSync}, dirSync)
+			w, err := create(path, &Options{NoDirSync: tc.noDirSync}, dirSync)
 			require.Len(t, synced, tc.syncs)
 			if tc.syncs > 0 {
 				require.Equal(t, dir, synced[0], "the directory synced is the file's")
@@ -56,10 +54,9 @@ func TestNoDirSync(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			fw := w.(*fileio.Writer)
-			_, err = fw.Write([]byte("pebble"))
+			_, err = w.Write([]byte("pebble"))
 			require.NoError(t, err)
-			require.NoError(t, fw.Close())
+			require.NoError(t, w.Close())
 			got, err := os.ReadFile(path)
 			require.NoError(t, err)
 			require.Equal(t, "pebble", string(got))

@@ -6,7 +6,8 @@
 //
 // Use fileio for a format of your own, and package blobio for files of
 // blobs in Neon's format (a length header before each record, optional
-// zstd); blobio is built on fileio.
+// zstd). The two are faces of the same writer and reader cores (package
+// internal/appender and internal/reader), neither built on the other.
 //
 // # Writing
 //
@@ -54,7 +55,7 @@
 //	Open(path, *Options) (*Reader, error)
 //	(*Reader) ReadAt, Size, Mode, Fd, NewSequential, Close
 //	(*Sequential) Read, Seek, ReadAt, WriteTo, Close
-//	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, Context, Faults, Retry}
+//	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, NoDirSync, Context, Faults, Retry}
 //	RetryPolicy{Context, OnRetry, MinDelay, MaxDelay}
 //	ErrClosed (matches fs.ErrClosed), ErrInvalidOptions, ErrOffset
 //	MaxBufferSize (256 MiB), MaxBuffers (32768), DefaultReadAhead

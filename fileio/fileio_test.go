@@ -162,6 +162,37 @@ func TestEmptyAndTiny(t *testing.T) {
 	}
 }
 
+// TestReadAtLikeOSFile: ReadAt answers as os.File's does at the edges:
+// an empty p gives 0 and nil wherever the offset lies, past the end
+// included (io.ReaderAt asks nothing else of it), a read at or past the
+// end io.EOF, and a negative offset an error (ErrOffset here).
+func TestReadAtLikeOSFile(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "f")
+	w, err := fileio.Create(path, nil)
+	require.NoError(t, err)
+	_, err = w.Write(content(5, 5000))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	r, err := fileio.Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	of, err := os.Open(path)
+	require.NoError(t, err)
+	defer of.Close()
+	for _, off := range []int64{0, 4999, 5000, 5001, 1 << 40} {
+		for _, p := range [][]byte{nil, {}, make([]byte, 1)} {
+			n, err := r.ReadAt(p, off)
+			on, oerr := of.ReadAt(p, off)
+			assert.Equal(t, on, n, "ReadAt(%d bytes, %d)", len(p), off)
+			assert.Equal(t, oerr, err, "ReadAt(%d bytes, %d)", len(p), off)
+		}
+	}
+	_, oerr := of.ReadAt(nil, -1)
+	require.Error(t, oerr)
+	_, err = r.ReadAt(nil, -1)
+	require.ErrorIs(t, err, fileio.ErrOffset)
+}
+
 // TestSize: a Reader opened with Options.Size reads the file as if it
 // were that long, and one past the file's end is refused.
 func TestSize(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
@@ -118,8 +117,6 @@ func (o *Options) get() Options {
 // validate refuses Options before any file is created or opened.
 func (o Options) validate() error {
 	switch {
-	case !o.IO.Valid():
-		return fmt.Errorf("%w: unknown I/O policy %v", ErrInvalidOptions, o.IO)
 	case o.Size < 0:
 		return fmt.Errorf("%w: Size is %d", ErrInvalidOptions, o.Size)
 	case o.ReadAhead < 0:
@@ -130,16 +127,6 @@ func (o Options) validate() error {
 
 // appender returns the appender's Options o makes.
 func (o Options) appender() appender.Options {
-	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context, Retry: o.Retry}
-}
-
-// open opens path by o.IO, its I/O through o.Faults when set: the file
-// carries the injector, so every read, write and fdatasync on it, and on
-// every queue made from it, meets the faults.
-func open(path string, flag int, perm os.FileMode, o Options) (fallback.File, error) {
-	f, err := fallback.Open(path, flag, perm, o.IO)
-	if err != nil || o.Faults == nil {
-		return f, err
-	}
-	return fallback.WithFaults(f, o.Faults), nil
+	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context, Retry: o.Retry,
+		IO: o.IO, Faults: o.Faults, NoDirSync: o.NoDirSync}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/internal/filetest"
 	"github.com/dio-storage/dio/internal/testenv"
 )
@@ -40,10 +41,12 @@ func countedSequential(t *testing.T, r *Reader, refuse int) (*Sequential, *filet
 	require.NoError(t, err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	require.NoError(t, s.start())
-	q := filetest.NewCountQueue(s.q)
+	var q *filetest.CountQueue
+	require.NoError(t, s.w.SetQueue(func(inner direct.Queue) direct.Queue {
+		q = filetest.NewCountQueue(inner)
+		return q
+	}))
 	q.Refuse(refuse)
-	s.q = q
 	return s, q
 }
 
@@ -57,7 +60,7 @@ func TestSequentialBatch(t *testing.T) {
 	defer r.Close()
 	s, q := countedSequential(t, r, -1)
 	defer s.Close()
-	ring := len(s.slots)
+	ring := s.w.Ring()
 	var got bytes.Buffer
 	_, err = io.Copy(&got, s)
 	require.NoError(t, err)
@@ -104,11 +107,9 @@ func TestSequentialBatchRefused(t *testing.T) {
 	require.ErrorIs(t, err, filetest.ErrRefused)
 	assert.Equal(t, 64<<10+128<<10, n, "the bytes of the reads accepted")
 	assert.Equal(t, want[:n], got[:n])
-	for i, w := range s.slots {
-		assert.False(t, w.inflight, "window %d in flight", i)
-	}
+	assert.False(t, s.w.InFlight(), "a read in flight")
 	_, batches := q.Counts()
-	assert.Equal(t, []int{len(s.slots)}, batches)
+	assert.Equal(t, []int{s.w.Ring()}, batches)
 
 	q.Refuse(-1)
 	k, err := io.ReadFull(s, got[n:])

@@ -2,8 +2,6 @@ package fileio
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 
 	"github.com/dio-storage/dio/fallback"
@@ -24,7 +22,6 @@ import (
 // the last Sync made durable (Synced) is sure to be there.
 type Writer struct {
 	ap      *appender.Appender
-	f       fallback.File
 	closed  bool
 	cleanup runtime.Cleanup // releases an unclosed Writer's resources; stopped by Close
 }
@@ -36,11 +33,11 @@ type Writer struct {
 // Open's) give an error matching ErrInvalidOptions; a Create that fails
 // leaves no file.
 func Create(path string, o *Options) (*Writer, error) {
-	return create(path, o, syncDir)
+	return create(path, o, nil)
 }
 
 // create is Create with the directory's fsync as a parameter, for a test
-// to count.
+// to count (nil: appender.SyncDir).
 func create(path string, o *Options, dirSync func(dir string) error) (*Writer, error) {
 	opts := o.get()
 	if err := opts.validate(); err != nil {
@@ -49,24 +46,13 @@ func create(path string, o *Options, dirSync func(dir string) error) (*Writer, e
 	if opts.Size != 0 {
 		return nil, fmt.Errorf("%w: Size %d is for Open: a new file's size is what is written to it", ErrInvalidOptions, opts.Size)
 	}
-	f, err := open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, opts)
+	ao := opts.appender()
+	ao.DirSync = dirSync
+	ap, err := appender.Create(path, ao)
 	if err != nil {
-		return nil, err
-	}
-	ap, err := appender.New(newTruncFile(f), opts.appender())
-	if err != nil {
-		f.Close()
-		os.Remove(path)
 		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
-	if !opts.NoDirSync {
-		if err := dirSync(filepath.Dir(path)); err != nil {
-			ap.Discard()
-			os.Remove(path)
-			return nil, err
-		}
-	}
-	return newWriter(f, ap), nil
+	return newWriter(ap), nil
 }
 
 // OpenAppend opens the file at path to append to it from size, a logical
@@ -84,26 +70,18 @@ func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if size < 0 {
-		return nil, fmt.Errorf("%w: size %d is negative", ErrInvalidOptions, size)
-	}
-	f, err := open(path, os.O_RDWR, 0, opts)
+	ap, err := appender.OpenAppend(path, size, opts.appender())
 	if err != nil {
-		return nil, err
-	}
-	ap, err := appender.Resume(newTruncFile(f), size, opts.appender())
-	if err != nil {
-		f.Close()
 		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
-	return newWriter(f, ap), nil
+	return newWriter(ap), nil
 }
 
 // newWriter returns a Writer over ap with its safety net attached. The
 // cleanup refers to ap, not to the Writer, or the Writer would never be
 // unreachable.
-func newWriter(f fallback.File, ap *appender.Appender) *Writer {
-	w := &Writer{ap: ap, f: f}
+func newWriter(ap *appender.Appender) *Writer {
+	w := &Writer{ap: ap}
 	w.cleanup = runtime.AddCleanup(w, func(ap *appender.Appender) { ap.Discard() }, ap)
 	return w
 }
@@ -153,14 +131,14 @@ func (w *Writer) Synced() int64 { return w.ap.Synced() }
 func (w *Writer) Size() int64 { return w.ap.Size() }
 
 // Mode reports the I/O path the Writer uses.
-func (w *Writer) Mode() fallback.Mode { return w.f.Mode() }
+func (w *Writer) Mode() fallback.Mode { return w.ap.Mode() }
 
 // Fd returns the file's descriptor, for advice to the kernel
 // (posix_fadvise, fstat) and nothing else: the bytes go through the
 // Writer's buffers, and a write or truncate beside them breaks the file.
 // It is valid until Close, and another file may get the number after
 // it.
-func (w *Writer) Fd() uintptr { return w.f.Fd() }
+func (w *Writer) Fd() uintptr { return w.ap.Fd() }
 
 // Close writes the buffered tail, truncates the file to Size, fdatasyncs
 // (unless Options.NoSync), the truncate included, and closes it: once it

@@ -183,53 +183,9 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 		return nil
 	}
 	skipped := map[string]string{}
-	for run := range o.runs {
-		for _, w := range workloads {
-			for _, buf := range buffers {
-				for _, e := range ingest.Engines() {
-					if _, ok := skipped[e.Name]; ok {
-						progress.skip(ingestCost(w, size))
-						continue
-					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, round(run)), ingestCost(w, size))
-					c := ingest.Config{Dir: dir, Workload: w, Engine: e, Buffer: buf, Buffers: o.depth, Value: value, Bytes: size, Files: tmp}
-					r, err := ingest.Run(c)
-					if errors.Is(err, ingest.ErrUnavailable) {
-						skipped[e.Name] = err.Error()
-						continue
-					}
-					if err != nil {
-						return fmt.Errorf("%s, %s, %s: %w", w, sizeName(int64(buf)), e.Name, err)
-					}
-					res := BenchResult{
-						Workload: w, ValueSize: value, Bytes: size, Buffer: buf, Engine: e.Name, Run: run + 1,
-						MiBs: r.MiBs(c), PageCacheBytes: r.PageCacheBytes, OutputBytes: r.OutputBytes,
-						ElapsedMs:  float64(r.Elapsed.Microseconds()) / 1000,
-						CPUUsPerOp: cpuPerOp(r.CPU, (size+int64(buf)-1)/int64(buf)),
-					}
-					if err := report(res); err != nil {
-						return err
-					}
-				}
-				if _, ok := skipped[fioEngine]; o.fio && w == ingest.SeqNoDelta {
-					if ok {
-						progress.skip(stepCost{bytes: size})
-						continue
-					}
-					progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, round(run)), stepCost{bytes: size})
-					mibs, cpu, err := runFio(dir, buf, size, tmp)
-					if err != nil { // such as O_DIRECT refused: the rows above say so
-						skipped[fioEngine] = err.Error()
-						continue
-					}
-					res := BenchResult{Workload: w, Bytes: size, Buffer: buf, Engine: fioEngine, Run: run + 1, MiBs: mibs, OutputBytes: size,
-						CPUUsPerOp: cpuPerOp(cpu, (size+int64(buf)-1)/int64(buf))}
-					if err := report(res); err != nil {
-						return err
-					}
-				}
-			}
-		}
+	rows := ingestRows{o: o, dir: dir, size: size, value: value, progress: progress, round: round, skipped: skipped, tmp: tmp, report: report}
+	if err := rows.run(workloads, buffers); err != nil {
+		return err
 	}
 	ingestResults := len(results)
 	rb := readBench{dir: dir, size: readSize, runs: o.runs, duration: o.duration, withFio: o.fio,
@@ -252,6 +208,73 @@ func runBench(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 				fmt.Fprintln(stdout)
 			}
 			printReads(stdout, rb, results[ingestResults:])
+		}
+	}
+	return nil
+}
+
+// ingestRows are the ingest section of a bench: every workload, buffer
+// size and engine, and fio's reference row, round after round.
+type ingestRows struct {
+	o        *benchOptions
+	dir      string
+	size     int64
+	value    int
+	progress *runProgress
+	round    func(run int) string // ", round 2/3", or "" for one run
+	skipped  map[string]string    // why an engine did not run, by name
+	tmp      *tempFiles
+	report   func(BenchResult) error
+}
+
+// run runs the rows of workloads and buffers.
+func (b ingestRows) run(workloads []string, buffers []int) error {
+	for run := range b.o.runs {
+		for _, w := range workloads {
+			for _, buf := range buffers {
+				for _, e := range ingest.Engines() {
+					if _, ok := b.skipped[e.Name]; ok {
+						b.progress.skip(ingestCost(w, b.size))
+						continue
+					}
+					b.progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, b.round(run)), ingestCost(w, b.size))
+					c := ingest.Config{Dir: b.dir, Workload: w, Engine: e, Buffer: buf, Buffers: b.o.depth, Value: b.value, Bytes: b.size, Files: b.tmp}
+					r, err := ingest.Run(c)
+					if errors.Is(err, ingest.ErrUnavailable) {
+						b.skipped[e.Name] = err.Error()
+						continue
+					}
+					if err != nil {
+						return fmt.Errorf("%s, %s, %s: %w", w, sizeName(int64(buf)), e.Name, err)
+					}
+					res := BenchResult{
+						Workload: w, ValueSize: b.value, Bytes: b.size, Buffer: buf, Engine: e.Name, Run: run + 1,
+						MiBs: r.MiBs(c), PageCacheBytes: r.PageCacheBytes, OutputBytes: r.OutputBytes,
+						ElapsedMs:  float64(r.Elapsed.Microseconds()) / 1000,
+						CPUUsPerOp: cpuPerOp(r.CPU, (b.size+int64(buf)-1)/int64(buf)),
+					}
+					if err := b.report(res); err != nil {
+						return err
+					}
+				}
+				if _, ok := b.skipped[fioEngine]; b.o.fio && w == ingest.SeqNoDelta {
+					if ok {
+						b.progress.skip(stepCost{bytes: b.size})
+						continue
+					}
+					b.progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), fioEngine, b.round(run)), stepCost{bytes: b.size})
+					mibs, cpu, err := runFio(b.dir, buf, b.size, b.tmp)
+					if err != nil { // such as O_DIRECT refused: the rows above say so
+						b.skipped[fioEngine] = err.Error()
+						continue
+					}
+					res := BenchResult{Workload: w, Bytes: b.size, Buffer: buf, Engine: fioEngine, Run: run + 1, MiBs: mibs, OutputBytes: b.size,
+						CPUUsPerOp: cpuPerOp(cpu, (b.size+int64(buf)-1)/int64(buf))}
+					if err := b.report(res); err != nil {
+						return err
+					}
+				}
+			}
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/benchkit"
 )
 
 // The read section's shape, from issue 13's targets: one reader and 16
@@ -205,7 +206,7 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		}
 		// fio reads the device, which DropCache leaves no page cache in front of
 		// for O_DIRECT; it is dropped for symmetry with the other rows.
-		if err := ingest.DropCache(path); err != nil {
+		if err := benchkit.DropCache(path); err != nil {
 			return res, err
 		}
 		var sizing []string
@@ -260,8 +261,10 @@ func printReads(w io.Writer, b readBench, results []BenchResult) {
 	if d := ramDevice(b.dir); d != "" {
 		fmt.Fprintf(w, "(%s)\n", d)
 	}
-	fmt.Fprintf(w, "(the file is dropped from the page cache before every row, std-fs's too, and read whole into it for %s;\n", cachedEngine)
-	fmt.Fprintf(w, "page cache: what the row left there, where std-fs's read-ahead shows)\n\n")
+	fmt.Fprintf(w, "(the file is dropped from the page cache before every row, and the direct rows read the device every time;\n")
+	fmt.Fprintf(w, "std-fs reads through the page cache, which keeps every block it reads: its row reads the device until it has\n")
+	fmt.Fprintf(w, "read the file over once, memory after that, and %s starts with the whole file there, so their reads/s\n", cachedEngine)
+	fmt.Fprintf(w, "and × fio set the page cache against the device; page cache: what the row left there)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "reader\treaders\tengine\treads/s\tMiB/s\t× fio\t× spans\t× jobs\t× pread\tCPU µs/read\t× fio CPU\tpage cache\t")
 	median := func(row readRow) (float64, float64, int64, bool) {

@@ -106,6 +106,11 @@ func TestBenchReadTable(t *testing.T) {
 	assert.Regexp(t, `reader +readers +engine +reads/s +MiB/s +× fio +× spans +× jobs +× pread +CPU µs/read +× fio CPU +page cache\n`, reads)
 	assert.Regexp(t, `ReadBlob +16 +std-fs +\d+ +\d+\.\d `, reads)
 	assert.Regexp(t, `ReadBlob +1 +std-fs\+cached +\d+ `, reads)
+	// What std-fs's rows measure, said before them (issue 34: "32.77× fio"
+	// right after a legend saying the page cache was dropped).
+	legend := reads[:strings.Index(reads, "reader ")]
+	assert.Contains(t, legend, "std-fs reads through the page cache, which keeps every block it reads")
+	assert.Contains(t, legend, "set the page cache against the device")
 	if !testenv.RejectsDirect() {
 		assert.Regexp(t, `ReadBlob +16 +direct\+pwrite +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +(\d+\.\d\d|-) +\d+\.\d\d +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads, "× pread beside pread's row; CPU per read")
 		assert.Regexp(t, `pread +16 +O_DIRECT +\d+ +\d+\.\d +(\d+\.\d\d|-) +(\d+\.\d\d|-) +(\d+\.\d\d|-) +1\.00 +\d+\.\d +(\d+\.\d\d|-) +(0|\d+\.\dMiB)\n`, reads)

@@ -10,7 +10,7 @@ import (
 
 // commands are the subcommands a user types, for the suggestion a typo
 // gets.
-var commands = []string{"bench", "pressure", "help"}
+var commands = []string{"probe", "bench", "pressure", "help"}
 
 // misspelt returns the command that arg, dio-check's first argument, was
 // meant to be, if it looks like a typo of one: it is no flag, names

@@ -3,8 +3,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -13,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
+	"github.com/dio-storage/dio/internal/benchkit"
 )
 
 // fioEngine names the reference row: fio writing as many bytes with
@@ -34,7 +33,7 @@ func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, time.Durat
 		return 0, 0, err
 	}
 	defer tmp.remove(work)
-	if err := ingest.Settle(dir); err != nil {
+	if err := benchkit.Settle(dir); err != nil {
 		return 0, 0, err
 	}
 	job, err := fio(tmp, "--name=dio-check", "--directory="+work, "--filename=data",
@@ -46,7 +45,7 @@ func runFio(dir string, bs int, size int64, tmp *tempFiles) (float64, time.Durat
 	if job.Write.BwBytes <= 0 {
 		return 0, 0, errors.New("fio: no write result")
 	}
-	return job.Write.BwBytes / (1 << 20), job.cpu, nil
+	return job.Write.BwBytes / (1 << 20), job.CPU, nil
 }
 
 // fioReadEngine names the read reference rows: fio randread, 4 KiB
@@ -92,61 +91,22 @@ func runFioRead(path string, size int64, qd int, d time.Duration, tmp *tempFiles
 	if job.Read.IOPS <= 0 || job.Read.TotalIOs <= 0 {
 		return fioRead{}, errors.New("fio: no read result")
 	}
-	job.Read.CPU = job.cpu
-	return job.Read, nil
+	return fioRead{job.Read, job.CPU}, nil
 }
 
-// fioJob is the part of fio's JSON output the bench reads.
-type fioJob struct {
-	Error int     `json:"error"`
-	Read  fioRead `json:"read"`
-	Write struct {
-		BwBytes float64 `json:"bw_bytes"`
-	} `json:"write"`
-
-	// cpu is the CPU time fio's process used, all of it (childCPU):
-	// its start and the file's layout too, which a run of a second or
-	// more dwarfs.
-	cpu time.Duration
-}
-
-// fioRead is fio's account of a job's reads.
+// fioRead is fio's account of a job's reads, and the CPU fio used.
 type fioRead struct {
-	BwBytes   float64 `json:"bw_bytes"`
-	IOPS      float64 `json:"iops"`
-	TotalIOs  int64   `json:"total_ios"`
-	RuntimeMs float64 `json:"runtime"`
-
-	CPU time.Duration `json:"-"` // fio's process's, whole (childCPU)
+	benchkit.FioIO
+	CPU time.Duration
 }
 
 // fio runs one fio job with args and returns its result. fio runs as a
 // process tmp tracks, so that a signal kills it before the files are
 // removed, and dies with us, whatever kills us.
-func fio(tmp *tempFiles, args ...string) (fioJob, error) {
-	cmd := exec.Command("fio", append(args, "--output-format=json")...)
+func fio(tmp *tempFiles, args ...string) (benchkit.FioJob, error) {
+	cmd := benchkit.FioCmd(context.Background(), "", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := tmp.start(cmd)
-	if err == nil {
-		err = tmp.wait(cmd)
-	}
-	if err != nil {
-		return fioJob{}, fmt.Errorf("fio: %v: %s", err, strings.ReplaceAll(strings.TrimSpace(stderr.String()), "\n", "; "))
-	}
-	out := stdout.Bytes()
-	var res struct {
-		Jobs []fioJob `json:"jobs"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return fioJob{}, fmt.Errorf("fio: reading its JSON: %w", err)
-	}
-	if len(res.Jobs) != 1 || res.Jobs[0].Error != 0 {
-		return fioJob{}, fmt.Errorf("fio: no result in %s", out)
-	}
-	res.Jobs[0].cpu = childCPU(cmd.ProcessState)
-	return res.Jobs[0], nil
+	return benchkit.RunFio(cmd, tmp.run)
 }
 
 // haveFio reports whether fio is on the PATH.

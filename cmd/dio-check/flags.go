@@ -72,6 +72,9 @@ func takesValue(fs *flag.FlagSet, arg string) bool {
 func synopsis(fs *flag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString("usage: " + fs.Name())
+	if fs.Name() == "dio-check" {
+		b.WriteString(" [probe]") // the default command, which may be named
+	}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, _ := flag.UnquoteUsage(f)
 		switch {

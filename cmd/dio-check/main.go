@@ -3,15 +3,16 @@
 //
 // Usage:
 //
-//	dio-check [-json] [-require direct] DIR...
+//	dio-check [probe] [-json] [-require direct] DIR...
 //	dio-check bench [-buffers 8KiB,64KiB] [-depth 0] [-duration 1s] [-fio=true] [-json] [-runs 1] [-size 128MiB] [-value 100B] [-workload seq-no-delta,seq,read] DIR
 //	dio-check pressure [-engines all] [-hot 600MiB] [-json] [-lead 3] [-memory 1GiB] [-plot FILE] [-rounds 1] [-seconds 10] [-shape append] [-throttle RATE] [-writers 1] DIR
-//	dio-check help [bench | pressure]
+//	dio-check help [probe | bench | pressure]
 //	dio-check -version
 //
-// A first argument that names nothing and is one typo from a command
-// (dio-check bnech /tmp) is refused, with the command it meant, rather
-// than probed as a directory.
+// The probe is the command run when none is named, and may be named
+// (dio-check probe /tmp). A first argument that names nothing and is one
+// typo from a command (dio-check bnech /tmp) is refused, with the command
+// it meant, rather than probed as a directory.
 //
 // Flags may come before or after the directories ("--" ends them), and -h
 // or -help prints a command's usage and flags, as does help after it
@@ -27,13 +28,15 @@
 // It writes a real temporary file in each directory (created
 // exclusively under a random name and removed on every path, including
 // SIGINT and SIGTERM) and reports the filesystem, its block device, the
-// direct-I/O alignment, whether O_DIRECT, io_uring and RWF_DONTCACHE work,
-// and the mode dio would choose. The bench reproduces Neon's bench_ingest
-// on DIR, and random blob reads; its progress goes to stderr, a live line
-// on a terminal, a line per run otherwise. Pressure measures, in a memory
-// cgroup, what each engine's ingest does to a co-tenant (a process of its
-// own) reading a warm file through the page cache, beside a busy CPU for
-// reference and with the CPU time the hypervisor took; it needs root.
+// direct-I/O alignment, whether O_DIRECT, io_uring and RWF_DONTCACHE
+// work, and the mode dio would choose: those answers are
+// fallback.ProbeFile's, the library's own choice, not a second guess at
+// it. The bench reproduces Neon's bench_ingest on DIR, and random blob
+// reads; its progress goes to stderr, a live line on a terminal, a line
+// per run otherwise. Pressure measures, in a memory cgroup, what each
+// engine's ingest does to a co-tenant (a process of its own) reading a
+// warm file through the page cache, beside a busy CPU for reference and
+// with the CPU time the hypervisor took; it needs root.
 //
 // Exit status: 0 done (and after -h); 1 a -require was not met; 2 bad
 // usage or a directory that cannot be probed (even with a -require unmet);
@@ -124,6 +127,8 @@ func main() {
 func run(args []string, stdout, stderr io.Writer, tmp *tempFiles) error {
 	if len(args) > 0 {
 		switch args[0] {
+		case "probe":
+			return runProbe(args[1:], stdout, stderr, tmp)
 		case "bench":
 			return runBench(args[1:], stdout, stderr, tmp)
 		case "pressure":
@@ -153,6 +158,8 @@ func help(args []string, stdout io.Writer) error {
 	switch {
 	case len(args) == 0:
 		usage(stdout)
+	case len(args) == 1 && args[0] == "probe":
+		usage(stdout)
 	case len(args) == 1 && args[0] == "bench":
 		fs, _ := benchFlags()
 		printFlags(stdout, fs)
@@ -160,8 +167,8 @@ func help(args []string, stdout io.Writer) error {
 		fs, _ := pressureFlags()
 		printFlags(stdout, fs)
 	default:
-		return usageError{msg: fmt.Sprintf("help %s: the commands are bench and pressure", strings.Join(args, " ")),
-			synopsis: "usage: dio-check help [bench | pressure]", hint: helpHint("dio-check")}
+		return usageError{msg: fmt.Sprintf("help %s: the commands are probe, bench and pressure", strings.Join(args, " ")),
+			synopsis: "usage: dio-check help [probe | bench | pressure]", hint: helpHint("dio-check")}
 	}
 	return errHelp
 }
@@ -179,7 +186,7 @@ func usage(w io.Writer) {
 	for _, fs := range []*flag.FlagSet{bench, pressure} {
 		fmt.Fprintln(w, "      "+strings.TrimPrefix(synopsis(fs), "usage:"))
 	}
-	fmt.Fprintln(w, "       dio-check help [bench | pressure]")
+	fmt.Fprintln(w, "       dio-check help [probe | bench | pressure]")
 	fmt.Fprintln(w, "       dio-check -version")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The probe's flags:")
@@ -285,6 +292,14 @@ func (t *tempFiles) start(cmd *exec.Cmd) error {
 	}
 	t.procs[cmd.Process] = struct{}{}
 	return nil
+}
+
+// run starts cmd as start does and waits for it.
+func (t *tempFiles) run(cmd *exec.Cmd) error {
+	if err := t.start(cmd); err != nil {
+		return err
+	}
+	return t.wait(cmd)
 }
 
 // wait waits for cmd, started with start, and forgets its process.

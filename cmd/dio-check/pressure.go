@@ -17,9 +17,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/benchkit"
+	"github.com/dio-storage/dio/internal/cgroup"
 )
 
 // pressureChildCmd is the hidden subcommand the pressure command re-runs
@@ -84,10 +85,10 @@ type PressureRow struct {
 // rowDetail is what the child measured beyond the row: for the table, the
 // plot and the skipped engines.
 type rowDetail struct {
-	CotenantMaxUs float64     `json:"cotenant_max_us"`
-	HotCached     float64     `json:"hot_cached"` // the least fraction of the hot file in the page cache during the phase
-	Mode          string      `json:"mode"`
-	Hist          []histPoint `json:"hist"`
+	CotenantMaxUs float64              `json:"cotenant_max_us"`
+	HotCached     float64              `json:"hot_cached"` // the least fraction of the hot file in the page cache during the phase
+	Mode          string               `json:"mode"`
+	Hist          []benchkit.HistPoint `json:"hist"`
 }
 
 // pressureMsg is one line the child prints for the parent: a phase that
@@ -331,7 +332,7 @@ func runPressure(args []string, stdout, stderr io.Writer, tmp *tempFiles) error 
 			return err
 		}
 		defer tmp.remove("device " + name)
-		measureIn = dev.mnt
+		measureIn = dev.Mnt
 		c.device = fmt.Sprintf("a %s ext4 on %s, writes throttled to %s/s", sizeName(deviceSize(c)), dev, sizeName(c.throttle))
 	}
 
@@ -389,25 +390,25 @@ func deviceNeeds(c pressureConfig) int64 {
 
 // throttledDevice makes -throttle's loop device in c.dir, tracked as
 // "device "+name, and limits its writes through cg.
-func throttledDevice(c pressureConfig, cg *cgroup.Cgroup, name string, stderr io.Writer, tmp *tempFiles) (*loopDevice, error) {
-	var dev *loopDevice
+func throttledDevice(c pressureConfig, cg *cgroup.Cgroup, name string, stderr io.Writer, tmp *tempFiles) (*benchkit.LoopDevice, error) {
+	var dev *benchkit.LoopDevice
 	err := tmp.makeNewFunc("device "+name, func() (err error) {
-		dev, err = makeLoopDevice(c.dir, deviceSize(c))
+		dev, err = benchkit.MakeLoopDevice(c.dir, deviceSize(c))
 		return err
 	}, func() {
-		if err := dev.remove(); err != nil {
+		if err := dev.Remove(); err != nil {
 			fmt.Fprintln(stderr, "dio-check:", err)
 		}
 	})
 	if err != nil {
 		return nil, usageError{msg: "pressure -throttle: making the device: " + err.Error()}
 	}
-	if err := cg.ThrottleWrites(dev.majMin, c.throttle); err != nil {
+	if err := cg.ThrottleWrites(dev.MajMin, c.throttle); err != nil {
 		tmp.remove("device " + name)
 		return nil, usageError{msg: "pressure -throttle: " + err.Error()}
 	}
-	dev.unthrottle = cg.Unthrottle
-	fmt.Fprintf(stderr, "dio-check pressure: device %s on %s, writes throttled to %s/s\n", dev, dev.mnt, sizeName(c.throttle))
+	dev.Unthrottle = cg.Unthrottle
+	fmt.Fprintf(stderr, "dio-check pressure: device %s on %s, writes throttled to %s/s\n", dev, dev.Mnt, sizeName(c.throttle))
 	return dev, nil
 }
 
@@ -518,13 +519,13 @@ func medians(rows []PressureRow, details []rowDetail) ([]PressureRow, []rowDetai
 			CPUStealPct:     med(func(r PressureRow) float64 { return r.CPUStealPct }),
 		})
 		d := rowDetail{HotCached: 1, Mode: details[idx[0]].Mode}
-		var h histogram
+		var h benchkit.Histogram
 		for _, i := range idx {
 			d.CotenantMaxUs = max(d.CotenantMaxUs, details[i].CotenantMaxUs)
 			d.HotCached = min(d.HotCached, details[i].HotCached)
-			h.merge(fromPoints(details[i].Hist))
+			h.Merge(benchkit.FromPoints(details[i].Hist))
 		}
-		d.Hist = h.points()
+		d.Hist = h.Points()
 		outDetails = append(outDetails, d)
 	}
 	return outRows, outDetails

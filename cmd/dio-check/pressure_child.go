@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
-	"github.com/dio-storage/dio/cmd/dio-check/internal/ingest"
+	"github.com/dio-storage/dio/internal/benchkit"
+	"github.com/dio-storage/dio/internal/cgroup"
 )
 
 // The co-tenant's and the ingest's shapes, from the issue: 4 KiB random
@@ -68,16 +67,16 @@ func pressureChild(args []string, stdout io.Writer) error {
 
 	emit(pressureMsg{Phase: "setup", Step: "writing the hot file"})
 	hotPath := filepath.Join(work, "hot")
-	hotf, err := makeHot(hotPath, *hot)
+	hotf, err := benchkit.WriteHot(hotPath, *hot)
 	if err != nil {
 		return err
 	}
 	defer hotf.Close()
-	res, err := newResidency(hotf, *hot)
+	res, err := benchkit.NewResidency(hotf, *hot)
 	if err != nil {
 		return err
 	}
-	defer res.close()
+	defer res.Close()
 
 	m := &measurer{hotf: hotf, hotPath: hotPath, hot: *hot, res: res, work: work, cg: cg, d: time.Duration(*seconds) * time.Second, emit: emit,
 		ingest: ingestOptions{writers: *writers, shape: *shape}, lead: time.Duration(*lead) * time.Second}
@@ -95,7 +94,7 @@ type measurer struct {
 	hotf    *os.File
 	hotPath string
 	hot     int64
-	res     *residency
+	res     *benchkit.Residency
 	work    string
 	cg      *cgroup.Cgroup
 	d       time.Duration
@@ -119,7 +118,7 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 		}
 		// Start from a clean filesystem: the last phase's writeback
 		// is not this one's.
-		if err := ingest.Settle(work); err != nil {
+		if err := benchkit.Settle(work); err != nil {
 			return err
 		}
 		// A v2 kernel before 6.12 cannot reset the peak: the rows
@@ -158,7 +157,7 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 		// co-tenant.
 		minRes := 1.0
 		sample := func() {
-			if f, err := res.fraction(); err == nil {
+			if f, err := res.Fraction(); err == nil {
 				minRes = min(minRes, f)
 			}
 		}
@@ -187,16 +186,16 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 		row := PressureRow{
 			Engine:          phase,
 			IngestMiBs:      st.mibs(),
-			WriteP99Us:      us(st.hist.quantile(0.99)),
-			WriteMaxUs:      us(st.hist.max),
+			WriteP99Us:      us(st.hist.Quantile(0.99)),
+			WriteMaxUs:      us(st.hist.Max()),
 			CotenantReadsS:  reads,
-			CotenantP50Us:   us(h.quantile(0.50)),
-			CotenantP99Us:   us(h.quantile(0.99)),
-			CotenantP999Us:  us(h.quantile(0.999)),
+			CotenantP50Us:   us(h.Quantile(0.50)),
+			CotenantP99Us:   us(h.Quantile(0.99)),
+			CotenantP999Us:  us(h.Quantile(0.999)),
 			MemoryPeakBytes: peak,
 			CPUStealPct:     cpu1.stealPct(cpu0),
 		}
-		if err := emit(pressureMsg{Row: &row, Detail: &rowDetail{CotenantMaxUs: us(h.max), HotCached: minRes, Mode: mode, Hist: h.points()}}); err != nil {
+		if err := emit(pressureMsg{Row: &row, Detail: &rowDetail{CotenantMaxUs: us(h.Max()), HotCached: minRes, Mode: mode, Hist: h.Points()}}); err != nil {
 			return err
 		}
 	}
@@ -209,33 +208,6 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 type unavailable string
 
 func (u unavailable) Error() string { return string(u) }
-
-// makeHot writes the hot file, syncs it, so that its pages are clean and
-// reclaim can drop them as it would a database's, and leaves it open.
-func makeHot(path string, size int64) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, hotChunk)
-	rand.Read(buf)
-	for off := int64(0); off < size; off += hotChunk {
-		n := min(int64(len(buf)), size-off)
-		// Vary the chunks so that no filesystem deduplicates them.
-		for i := range 8 {
-			buf[i] = byte(off >> (8 * i))
-		}
-		if _, err := f.WriteAt(buf[:n], off); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
 
 // warm reads the hot file through, which brings back what the last phase
 // made the kernel evict.
@@ -262,9 +234,9 @@ const cotenantCmd = "__pressure-cotenant"
 // cotenantMsg is a line the co-tenant process prints: each whole second
 // measured, then the result.
 type cotenantMsg struct {
-	Elapsed int        `json:"elapsed,omitempty"`
-	ReadsS  float64    `json:"reads_s,omitempty"`
-	Hist    *histogram `json:"hist,omitempty"`
+	Elapsed int                 `json:"elapsed,omitempty"`
+	ReadsS  float64             `json:"reads_s,omitempty"`
+	Hist    *benchkit.Histogram `json:"hist,omitempty"`
 }
 
 // pressureCotenant is the co-tenant process: it reads the hot file at
@@ -298,7 +270,7 @@ func pressureCotenant(args []string, stdout io.Writer) error {
 // runCotenant runs the co-tenant process over the hot file at path, of
 // size bytes, for d (whole seconds), calls tick after each second it
 // reports, and returns its latencies and reads per second.
-func runCotenant(path string, size int64, d time.Duration, tick func(seconds int)) (*histogram, float64, error) {
+func runCotenant(path string, size int64, d time.Duration, tick func(seconds int)) (*benchkit.Histogram, float64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, 0, err
@@ -347,11 +319,11 @@ func runCotenant(path string, size int64, d time.Duration, tick func(seconds int
 // cotenant reads f at random, 4 KiB at a time, for d, timing each read,
 // and calls tick after each whole second. It returns the latencies and
 // the reads per second.
-func cotenant(f *os.File, size int64, d time.Duration, tick func(seconds int)) (*histogram, float64, error) {
+func cotenant(f *os.File, size int64, d time.Duration, tick func(seconds int)) (*benchkit.Histogram, float64, error) {
 	pages := size / readSize
 	rng := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
 	buf := make([]byte, readSize)
-	h := new(histogram)
+	h := new(benchkit.Histogram)
 	start := time.Now()
 	next := 1
 	for {
@@ -361,10 +333,10 @@ func cotenant(f *os.File, size int64, d time.Duration, tick func(seconds int)) (
 			return nil, 0, err
 		}
 		t1 := time.Now()
-		h.record(t1.Sub(t0))
+		h.Record(t1.Sub(t0))
 		el := t1.Sub(start)
 		if el >= d {
-			return h, float64(h.n) / el.Seconds(), nil
+			return h, float64(h.Count()) / el.Seconds(), nil
 		}
 		if el >= time.Duration(next)*time.Second {
 			tick(next)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dio-storage/dio/blobio"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/internal/benchkit"
 )
 
 // The ingest's shapes.
@@ -67,7 +68,7 @@ func rollSize(avail int64) int64 {
 type ingestStats struct {
 	bytes   int64 // written, the compact shape's rewrites included
 	elapsed time.Duration
-	hist    histogram
+	hist    benchkit.Histogram
 }
 
 func (s ingestStats) mibs() float64 {
@@ -165,7 +166,7 @@ func (r *ingestRun) writer(i int, f ingestFile) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.bytes += st.bytes
-	r.stats.hist.merge(&st.hist)
+	r.stats.hist.Merge(&st.hist)
 	if err != nil && r.err == nil {
 		r.err = err
 	}
@@ -183,7 +184,7 @@ func value() []byte {
 func put(w *blobio.Writer, blob []byte, st *ingestStats) error {
 	t0 := time.Now()
 	_, err := w.WriteBlob(blob)
-	st.hist.record(time.Since(t0))
+	st.hist.Record(time.Since(t0))
 	if err == nil {
 		st.bytes += int64(len(blob))
 	}

@@ -50,7 +50,7 @@ func TestIngestShapes(t *testing.T) {
 					assert.GreaterOrEqual(t, n, int64(3), "writer %d made %d files", i, n)
 				}
 				assert.Greater(t, st.bytes, int64(writers*roll/2), "the writers wrote less than a file each")
-				assert.EqualValues(t, st.bytes/valueSize, st.hist.n, "a latency per blob written")
+				assert.EqualValues(t, st.bytes/valueSize, st.hist.Count(), "a latency per blob written")
 				assert.Positive(t, st.mibs())
 				left, _ := filepath.Glob(filepath.Join(dir, "*"))
 				assert.Empty(t, left, fmt.Sprintf("%s left files", engine))

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,35 +41,3 @@ func availBytes(dir string) (int64, error) {
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
-
-// residency reports which part of a file sits in the page cache, through a
-// mapping that faults nothing in (mincore).
-type residency struct {
-	m   []byte
-	vec []byte
-}
-
-func newResidency(f *os.File, size int64) (*residency, error) {
-	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, os.NewSyscallError("mmap", err)
-	}
-	page := int64(os.Getpagesize())
-	return &residency{m: m, vec: make([]byte, (size+page-1)/page)}, nil
-}
-
-// fraction returns the fraction of the file's pages resident now.
-func (r *residency) fraction() (float64, error) {
-	// x/sys has no Mincore wrapper on Linux.
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&r.m[0])), uintptr(len(r.m)), uintptr(unsafe.Pointer(&r.vec[0])))
-	if errno != 0 {
-		return 0, os.NewSyscallError("mincore", errno)
-	}
-	n := 0
-	for _, v := range r.vec {
-		n += int(v & 1)
-	}
-	return float64(n) / float64(len(r.vec)), nil
-}
-
-func (r *residency) close() { unix.Munmap(r.m) }

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dio-storage/dio/cmd/dio-check/internal/cgroup"
+	"github.com/dio-storage/dio/internal/cgroup"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/dio-storage/dio/internal/benchkit"
 	"math"
 	"strconv"
 	"strings"
@@ -45,7 +46,7 @@ func plotPressure(c pressureConfig, rows []PressureRow, details []rowDetail) err
 // ccdf turns histogram points into (latency µs, fraction of samples above
 // it), leaving out the last point, whose fraction is 0 and has no place
 // on a log axis.
-func ccdf(ps []histPoint) plotter.XYs {
+func ccdf(ps []benchkit.HistPoint) plotter.XYs {
 	var total uint64
 	for _, p := range ps {
 		total += p.Count

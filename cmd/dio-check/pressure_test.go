@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,90 +13,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dio-storage/dio/internal/benchkit"
 )
 
-func TestHistogramBuckets(t *testing.T) {
-	// Every value falls in a bucket whose bounds hold it, and a bucket is
-	// at most 1/16 of its low bound wide: the precision the table claims.
-	vals := []int64{0, 1, 15, 16, 17, 31, 32, 33, 1000, 1023, 1024, 123456789, math.MaxInt64 / 3, math.MaxInt64}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 10000 {
-		vals = append(vals, rng.Int64N(1<<uint(rng.IntN(62)+1)))
-	}
-	prev := -1
-	slices.Sort(vals)
-	for _, v := range vals {
-		i := bucketOf(v)
-		require.Less(t, i, histBuckets, "v %d", v)
-		require.GreaterOrEqual(t, i, prev, "buckets out of order at %d", v)
-		prev = i
-		lo, hi := bucketLow(i), bucketHigh(i)
-		require.True(t, lo <= v && v <= hi, "v %d in bucket %d [%d, %d]", v, i, lo, hi)
-		if v >= subBuckets && i < histBuckets-1 {
-			assert.LessOrEqual(t, float64(hi-lo+1), float64(lo)/subBuckets, "bucket %d too wide", i)
-		}
-	}
-	for i := range histBuckets - 1 {
-		require.Equal(t, bucketHigh(i)+1, bucketLow(i+1), "gap after bucket %d", i)
-	}
-}
-
-func TestHistogramQuantiles(t *testing.T) {
-	var h histogram
-	assert.Zero(t, h.quantile(0.99), "empty")
-
-	// 1..1000 µs, each once: the sample of rank ceil(q·n) is q·1000 µs.
-	for i := 1000; i >= 1; i-- {
-		h.record(time.Duration(i) * time.Microsecond)
-	}
-	require.EqualValues(t, 1000, h.n)
-	for _, c := range []struct {
-		q    float64
-		want time.Duration
-	}{{0.5, 500 * time.Microsecond}, {0.99, 990 * time.Microsecond}, {0.999, 999 * time.Microsecond}, {1, 1000 * time.Microsecond}, {0, time.Microsecond}} {
-		got := h.quantile(c.q)
-		assert.GreaterOrEqual(t, got, c.want, "q %v", c.q)
-		assert.LessOrEqual(t, float64(got), float64(c.want)*(1+1.0/subBuckets), "q %v: %v", c.q, got)
-	}
-	assert.Equal(t, 1000*time.Microsecond, h.max)
-	assert.Equal(t, h.max, h.quantile(1), "the top quantile is the largest sample, not its bucket's bound")
-
-	// A tail: 98.9% fast, 1.1% slow. p99 must land in the slow part,
-	// p50 in the fast one: the off-by-one that would hide a tail.
-	var tail histogram
-	for range 989 {
-		tail.record(2 * time.Microsecond)
-	}
-	for range 11 {
-		tail.record(5 * time.Millisecond)
-	}
-	fast := bucketHigh(bucketOf(2000)) // 2 µs, as its bucket reads back
-	assert.EqualValues(t, fast, tail.quantile(0.5))
-	assert.Equal(t, 5*time.Millisecond, tail.quantile(0.99))
-	assert.EqualValues(t, fast, tail.quantile(0.989))
-
-	// points and fromPoints keep every count and the quantiles.
-	back := fromPoints(tail.points())
-	assert.Equal(t, tail.n, back.n)
-	assert.Equal(t, tail.quantile(0.99), back.quantile(0.99))
-	assert.Equal(t, tail.quantile(0.5), back.quantile(0.5))
-
-	var merged histogram
-	merged.merge(&h)
-	merged.merge(&tail)
-	assert.EqualValues(t, 2000, merged.n)
-	assert.Equal(t, 5*time.Millisecond, merged.max)
-}
-
 func TestCCDF(t *testing.T) {
-	var h histogram
+	var h benchkit.Histogram
 	for range 90 {
-		h.record(time.Microsecond)
+		h.Record(time.Microsecond)
 	}
 	for range 10 {
-		h.record(time.Millisecond)
+		h.Record(time.Millisecond)
 	}
-	xys := ccdf(h.points())
+	xys := ccdf(h.Points())
 	require.Len(t, xys, 1, "the last point (nothing slower) has no place on a log axis")
 	assert.InDelta(t, 1.0, xys[0].X, 0.07)
 	assert.InDelta(t, 0.1, xys[0].Y, 1e-9)
@@ -195,13 +121,13 @@ func TestPrintPressure(t *testing.T) {
 }
 
 func TestPlotPressure(t *testing.T) {
-	var fast, slow histogram
+	var fast, slow benchkit.Histogram
 	for i := range 10000 {
-		fast.record(time.Duration(1000+i%100) * time.Nanosecond)
-		slow.record(time.Duration(1000+i*i) * time.Nanosecond)
+		fast.Record(time.Duration(1000+i%100) * time.Nanosecond)
+		slow.Record(time.Duration(1000+i*i) * time.Nanosecond)
 	}
 	rows := []PressureRow{{Engine: alone, CotenantP99Us: 1.1}, {Engine: "std-fs", CotenantP99Us: 4000}}
-	details := []rowDetail{{Hist: fast.points()}, {Hist: slow.points()}}
+	details := []rowDetail{{Hist: fast.Points()}, {Hist: slow.Points()}}
 	for _, ext := range []string{".png", ".svg"} {
 		path := t.TempDir() + "/p" + ext
 		require.NoError(t, plotPressure(pressureConfig{memory: 1 << 30, hot: 600 << 20, plot: path}, rows, details))
@@ -221,12 +147,12 @@ func TestPlotPressure(t *testing.T) {
 }
 
 func TestMedians(t *testing.T) {
-	hist := func(us ...int) []histPoint {
-		var h histogram
+	hist := func(us ...int) []benchkit.HistPoint {
+		var h benchkit.Histogram
 		for _, u := range us {
-			h.record(time.Duration(u) * time.Microsecond)
+			h.Record(time.Duration(u) * time.Microsecond)
 		}
-		return h.points()
+		return h.Points()
 	}
 	// Two engines over three rounds, interleaved as the child runs them.
 	rows := []PressureRow{
@@ -253,8 +179,8 @@ func TestMedians(t *testing.T) {
 	assert.Equal(t, 0.9, gotDetails[0].HotCached, "the least cached of any round")
 	assert.Equal(t, 0.02, gotDetails[1].HotCached)
 	assert.Equal(t, "std-fs", gotDetails[1].Mode)
-	assert.EqualValues(t, 4, fromPoints(gotDetails[0].Hist).n, "every round's reads in the distribution")
-	assert.EqualValues(t, 3, fromPoints(gotDetails[1].Hist).n)
+	assert.EqualValues(t, 4, benchkit.FromPoints(gotDetails[0].Hist).Count(), "every round's reads in the distribution")
+	assert.EqualValues(t, 3, benchkit.FromPoints(gotDetails[1].Hist).Count())
 
 	// One round: the rows as they were.
 	one, _ := medians(rows[:2], details[:2])
@@ -326,30 +252,6 @@ func TestReadChild(t *testing.T) {
 
 	_, _, _, err = readChild(strings.NewReader(`{"phase":"alone"}`+"\nnot json\n"), &progress{w: io.Discard})
 	assert.Error(t, err, "garbage from the measuring process")
-}
-
-// TestHistogramJSON: a histogram survives the trip from the co-tenant
-// process, and a message that does not add up is refused.
-func TestHistogramJSON(t *testing.T) {
-	var h histogram
-	for i := range 5000 {
-		h.record(time.Duration(800+i*i%900000) * time.Nanosecond)
-	}
-	data, err := json.Marshal(cotenantMsg{ReadsS: 123.5, Hist: &h})
-	require.NoError(t, err)
-	var m cotenantMsg
-	require.NoError(t, json.Unmarshal(data, &m))
-	require.NotNil(t, m.Hist)
-	assert.Equal(t, h, *m.Hist)
-	assert.Equal(t, 123.5, m.ReadsS)
-	for _, bad := range []string{
-		`{"counts":{"3":2},"n":3,"max_ns":9}`,  // the counts do not add up
-		`{"counts":{"-1":1},"n":1,"max_ns":9}`, // no such bucket
-		`{"counts":{"99999":1},"n":1,"max_ns":9}`,
-	} {
-		var g histogram
-		assert.Error(t, json.Unmarshal([]byte(bad), &g), bad)
-	}
 }
 
 // TestCPUSteal reads /proc/stat's cpu line and the steal between two

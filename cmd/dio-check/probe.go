@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -37,6 +34,7 @@ type Probe struct {
 	IOURingError  string `json:"io_uring_error,omitempty"`
 	DontCache     bool   `json:"dontcache"` // buffered writes with RWF_DONTCACHE work
 	DontCacheErr  string `json:"dontcache_error,omitempty"`
+	CheckError    string `json:"check_error,omitempty"` // a write and read back through the chosen path failed
 	Mode          string `json:"mode"`
 	Reason        string `json:"reason"`
 }
@@ -177,6 +175,10 @@ func createTemp(dir, prefix string, tmp *tempFiles) (string, error) {
 	return path, nil
 }
 
+// probe probes dir: what the library chooses there and why, asked of
+// fallback.ProbeFile, and what dio-check measures beside it (the
+// alignment and its source, the smallest write the kernel takes, untorn
+// writes), on one temporary file.
 func probe(dir string, tmp *tempFiles) (Probe, error) {
 	p := Probe{Dir: dir}
 	var err error
@@ -191,29 +193,35 @@ func probe(dir string, tmp *tempFiles) (Probe, error) {
 		return p, err
 	}
 	defer tmp.remove(path)
-
-	p.probeDirect(path)
-	p.probeURing(path)
-	if err := p.probeDontCache(path); err != nil {
-		return p, err
-	}
-
-	f, err := fallback.Open(path, os.O_RDWR, 0, fallback.Auto)
+	r, err := fallback.ProbeFile(path)
 	if err != nil {
 		return p, err
 	}
-	m := f.Mode()
-	f.Close()
-	p.Mode, p.Reason = m.Name(), m.Reason
+	p.ODirect, p.ODirectError = r.Direct == nil, errText(r.Direct)
+	p.IOURing, p.IOURingError = r.URing == nil, errText(r.URing)
+	p.DontCache, p.DontCacheErr = r.DontCache == nil, errText(r.DontCache)
+	p.CheckError = errText(r.Check)
+	p.Mode, p.Reason = r.Mode.Name(), r.Mode.Reason
 	if p.Reason == "" {
 		p.Reason = "O_DIRECT accepted, io_uring works"
+	}
+	if p.ODirect {
+		p.measureDirect(path)
 	}
 	return p, nil
 }
 
-// probeDirect opens path with O_DIRECT, writes and reads back one aligned
-// block, and finds the smallest write the file accepts.
-func (p *Probe) probeDirect(path string) {
+// errText is err's text, or "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// measureDirect opens path with O_DIRECT and reads its alignment, the
+// smallest write the kernel itself takes there, and its untorn writes.
+func (p *Probe) measureDirect(path string) {
 	f, err := direct.Open(path, os.O_RDWR, 0)
 	if err != nil {
 		p.ODirectError = err.Error()
@@ -222,107 +230,19 @@ func (p *Probe) probeDirect(path string) {
 	defer f.Close()
 	a := f.Alignment()
 	p.MemAlign, p.OffsetAlign, p.AlignSource = a.Memory, a.Offset, string(f.AlignmentSource())
-	buf, err := aligned.New(2*max(a.Block(), 4096), max(a.Memory, 4096))
+	l := f.AtomicWrite()
+	p.AtomicMin, p.AtomicMax = l.Min, l.Max
+	buf, err := aligned.New(2*max(a.Block(), direct.DefaultAlignment), max(a.Memory, direct.DefaultAlignment))
 	if err != nil {
-		p.ODirectError = err.Error()
 		return
 	}
 	defer buf.Free()
-	blk := buf.Bytes()[:a.Block()]
-	rand.Read(blk)
-	want := bytes.Clone(blk)
-	if _, err := f.WriteAt(blk, 0); err != nil {
-		p.ODirectError = err.Error()
-		return
-	}
-	clear(blk)
-	if _, err := f.ReadAt(blk, 0); err != nil || !bytes.Equal(blk, want) {
-		p.ODirectError = fmt.Sprintf("aligned read back failed or differed: %v", err)
-		return
-	}
-	p.ODirect = true
-	l := f.AtomicWrite()
-	p.AtomicMin, p.AtomicMax = l.Min, l.Max
 	// Ask the kernel itself, bypassing dio's check.
 	for _, n := range candidateAligns {
 		if _, err := f.OS().WriteAt(buf.Bytes()[:n], int64(n)); err == nil {
 			p.MinWriteAlign = n
 			break
 		}
-	}
-}
-
-// probeDontCache asks fallback for uncached buffered writes on the empty
-// probe file, which it grants after a real write with RWF_DONTCACHE.
-func (p *Probe) probeDontCache(path string) error {
-	if err := os.Truncate(path, 0); err != nil {
-		return err
-	}
-	f, err := fallback.Open(path, os.O_RDWR, 0, fallback.DontCache)
-	if err != nil {
-		return err
-	}
-	m := f.Mode()
-	f.Close()
-	p.DontCache = m.DontCache
-	if !p.DontCache {
-		p.DontCacheErr = strings.TrimPrefix(m.Reason, "RWF_DONTCACHE: ")
-	}
-	return nil
-}
-
-// probeURing writes one block through a real ring: on the direct file where
-// O_DIRECT works, else through the page cache.
-func (p *Probe) probeURing(path string) {
-	if err := fallback.URingErrorAt(path); err != nil {
-		p.IOURingError = err.Error()
-		return
-	}
-	var q direct.Queue
-	var err error
-	block, memAlign := 4096, 4096
-	if p.ODirect {
-		f, ferr := direct.Open(path, os.O_RDWR, 0)
-		if ferr != nil {
-			p.IOURingError = ferr.Error()
-			return
-		}
-		defer f.Close()
-		block, memAlign = max(block, f.Alignment().Block()), max(memAlign, f.Alignment().Memory)
-		q, err = f.NewQueue(&direct.QueueOptions{Depth: 1, Engine: direct.EngineURing})
-	} else {
-		f, ferr := os.OpenFile(path, os.O_RDWR, 0)
-		if ferr != nil {
-			p.IOURingError = ferr.Error()
-			return
-		}
-		defer f.Close()
-		q, err = direct.NewQueue(f, &direct.QueueOptions{Depth: 1, Engine: direct.EngineURing})
-	}
-	if err != nil {
-		p.IOURingError = err.Error()
-		return
-	}
-	defer q.Close()
-	buf, err := aligned.New(block, memAlign)
-	if err != nil {
-		p.IOURingError = err.Error()
-		return
-	}
-	defer buf.Free()
-	done := make(chan direct.Completion, 1)
-	if err := q.Submit(direct.Request{Op: direct.OpWrite, Buf: buf.Bytes(), Done: done}); err != nil {
-		p.IOURingError = err.Error()
-		return
-	}
-	c := q.Await(done)
-	switch {
-	case c.Err != nil:
-		p.IOURingError = c.Err.Error()
-	case c.N != block:
-		p.IOURingError = fmt.Sprintf("short write through the ring: %d of %d bytes", c.N, block)
-	default:
-		p.IOURing = true
 	}
 }
 
@@ -350,8 +270,16 @@ func printProbes(w io.Writer, probes []Probe) {
 		if p.ODirectError != "" {
 			fmt.Fprintf(w, "  O_DIRECT: %s\n", p.ODirectError)
 		}
+		if p.ODirect && p.AlignSource == string(direct.SourceDefault) && p.MinWriteAlign < p.OffsetAlign {
+			fmt.Fprintf(w, "  ALIGN: %s says nothing of its direct-I/O alignment (no statx DIOALIGN, no block device), so dio\n", p.FS)
+			fmt.Fprintf(w, "    aligns every transfer to the safe default, %d; MIN WRITE %d is the smallest write the kernel\n", p.OffsetAlign, p.MinWriteAlign)
+			fmt.Fprintf(w, "    itself took when asked: %s enforces less than dio assumes\n", p.FS)
+		}
 		if p.IOURingError != "" {
 			fmt.Fprintf(w, "  io_uring: %s\n", p.IOURingError)
+		}
+		if p.CheckError != "" {
+			fmt.Fprintf(w, "  check: %s\n", p.CheckError)
 		}
 		if p.DontCache {
 			fmt.Fprintf(w, "  RWF_DONTCACHE: yes (uncached buffered writes work)\n")

@@ -1,7 +1,9 @@
-// Package appender is the buffered-writer core that blobio.Writer and
-// ephemeral.File share: it appends a byte stream to a File (file.go; a
-// fallback.File) in full aligned buffers, writing earlier buffers while
-// the caller fills the next.
+// Package appender is the writer core that fileio's Writer, blobio's
+// Writer and ephemeral's File share: it creates and reopens files
+// (Create, OpenAppend: the policy, the faults, the directory fsync, the
+// truncate-on-close file; create.go), and appends a byte stream to a File
+// (file.go; a fallback.File) in full aligned buffers, writing earlier
+// buffers while the caller fills the next.
 //
 // Buffer ownership follows Neon's owned_buffers_io: the Appender owns up to
 // Buffers buffers, used in ring order; a full one is handed to the queue and
@@ -69,6 +71,7 @@ import (
 
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fallback"
 )
 
 // Options configure New.
@@ -96,6 +99,12 @@ type Options struct {
 	// it may call Cached and Size while another goroutine appends. See
 	// concurrent.go.
 	Lock sync.Locker
+
+	// For Create and OpenAppend, which open the file themselves:
+	IO        fallback.Policy        // the I/O path (see package fallback); default Auto
+	Faults    direct.Injector        // tests: failures planted under the file (a faults.Plan)
+	NoDirSync bool                   // Create leaves the directory fsync to the caller
+	DirSync   func(dir string) error // how Create fsyncs the directory; nil: SyncDir (a test counts)
 }
 
 // DefaultBuffers is the number of buffers per writer when the caller does
@@ -150,6 +159,7 @@ type slot struct {
 // Appender appends to a file through aligned buffers.
 type Appender struct {
 	f          File
+	file       fallback.File // the file Create or OpenAppend opened, under f; nil after New
 	q          direct.Queue
 	pool       *aligned.Pool   // shared pool, or nil
 	slab       *aligned.Buffer // the buffers' memory when not from a pool

@@ -58,9 +58,10 @@ const MaxBuffers = 32768
 // stopped at 64 KiB) and costs Buffers times its size in memory.
 const MaxBufferSize = 256 << 20
 
-// Validate checks what it can of o before a file exists: no negative
-// size or count, no buffer (BufferSize or a Pool's) over MaxBufferSize,
-// at most MaxBuffers buffers, and a ring whose size fits in an int. New checks the rest against the file (a Pool's buffers
+// Validate checks what it can of o before a file exists: a known I/O
+// policy, no negative size or count, no buffer (BufferSize or a Pool's)
+// over MaxBufferSize, at most MaxBuffers buffers, and a ring whose size
+// fits in an int. New checks the rest against the file (a Pool's buffers
 // against its alignment). The error matches ErrInvalid.
 func (o Options) Validate() error {
 	size := o.BufferSize
@@ -68,6 +69,8 @@ func (o Options) Validate() error {
 		size = aligned.DefaultBufferSize
 	}
 	switch {
+	case !o.IO.Valid():
+		return invalid("unknown I/O policy %v", o.IO)
 	case o.BufferSize < 0:
 		return invalid("BufferSize is %d", o.BufferSize)
 	case o.BufferSize > MaxBufferSize:

@@ -44,10 +44,6 @@ func retryable(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO)
 }
 
-// Retryable reports whether err is one an Appender keeps its bytes after
-// and retries: ENOSPC, EDQUOT or EIO.
-func Retryable(err error) bool { return retryable(err) }
-
 // recover writes again, one buffer per request (rewrite), every buffer
 // a failed write or Sync left lost and every full one not yet written,
 // waits for them, and makes the first buffer that is not full the one being filled.

@@ -48,6 +48,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/cgroup"
 	"github.com/dio-storage/dio/pebblefs"
 	"github.com/dustin/go-humanize"
 )
@@ -194,12 +195,8 @@ func runChild(c config, engine string) ([]result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("memory cgroup: %w (run as root, or -memory 0)", err)
 		}
-		defer cg.remove()
-		v := "v1:"
-		if cg.v2 {
-			v = "v2:"
-		}
-		cmd.Env = append(cmd.Env, cgroupEnv+"="+v+cg.dir)
+		defer cg.Remove()
+		cmd.Env = append(cmd.Env, cgroupEnv+"="+cg.Ref())
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -264,11 +261,9 @@ func printTable(c config, all []result) {
 // child runs the workloads on one engine, in its cgroup, and prints one
 // JSON result per workload.
 func child(c config, engine string) error {
-	var cg *cgroup
-	if cg = cgroupFromEnv(); cg != nil {
-		if err := cg.join(os.Getpid()); err != nil {
-			return fmt.Errorf("joining %s: %w", cg.dir, err)
-		}
+	cg, err := joinCgroup()
+	if err != nil {
+		return err
 	}
 	dir := filepath.Join(c.dir, engine)
 	if err := os.RemoveAll(dir); err != nil {
@@ -302,7 +297,7 @@ func child(c config, engine string) error {
 	enc := json.NewEncoder(os.Stdout)
 	for _, w := range c.workloads {
 		if cg != nil {
-			cg.resetPeak()
+			cg.ResetPeak() // before Linux 6.12 a v2 peak is the cgroup's whole life's
 		}
 		stalls.reset()
 		cpu0 := cpuTime()
@@ -325,7 +320,8 @@ func child(c config, engine string) error {
 		r.StallSeconds = stalls.total().Seconds()
 		r.CPUSeconds = (cpuTime() - cpu0).Seconds()
 		if cg != nil {
-			r.PeakBytes, r.PageCacheBytes = cg.peak(), cg.pageCache()
+			r.PeakBytes, _ = cg.Peak()
+			r.PageCacheBytes, _ = cg.PageCache()
 		}
 		if c.metrics {
 			fmt.Fprintf(os.Stderr, "%s %s: %v\n%s\n", engine, w, &stalls, db.Metrics())
@@ -335,6 +331,33 @@ func child(c config, engine string) error {
 		}
 	}
 	return db.Close()
+}
+
+// newCgroup makes a memory cgroup below this process's own, limited to
+// limit bytes.
+func newCgroup(name string, limit int64) (*cgroup.Cgroup, error) {
+	roots, err := cgroup.Discover()
+	if err != nil {
+		return nil, err
+	}
+	return cgroup.New(cgroup.OS{}, roots, name, limit)
+}
+
+// joinCgroup moves this process into the cgroup cgroupEnv names, if any,
+// and returns it.
+func joinCgroup() (*cgroup.Cgroup, error) {
+	ref := os.Getenv(cgroupEnv)
+	if ref == "" {
+		return nil, nil
+	}
+	cg, err := cgroup.OpenRef(cgroup.OS{}, ref)
+	if err == nil {
+		err = cg.Join(os.Getpid())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("joining %s: %w", ref, err)
+	}
+	return cg, nil
 }
 
 // engineFS returns the vfs.FS an engine names, pebblefs's with o.

@@ -22,6 +22,9 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/dio-storage/dio/internal/benchkit"
+	"github.com/dio-storage/dio/internal/cgroup"
 )
 
 // The pressure subcommand: Pebble ingesting beside a page-cache co-tenant
@@ -157,7 +160,7 @@ func runPressure(ctx context.Context, c pressureConfig, stdout, stderr io.Writer
 		return fmt.Errorf("memory cgroup: %w (run as root)", err)
 	}
 	defer func() {
-		if rerr := cg.remove(); err == nil && rerr != nil {
+		if rerr := cg.Remove(); err == nil && rerr != nil {
 			err = fmt.Errorf("removing the cgroup: %w", rerr)
 		}
 	}()
@@ -171,7 +174,7 @@ func runPressure(ctx context.Context, c pressureConfig, stdout, stderr io.Writer
 		}
 	}()
 	hot := filepath.Join(work, "hot")
-	fmt.Fprintf(stderr, "pressure: cgroup %s (%s), hot file %s\n", cg.dir, humanize.IBytes(uint64(c.memory)), humanize.IBytes(uint64(c.hot)))
+	fmt.Fprintf(stderr, "pressure: cgroup %s (%s), hot file %s\n", cg.Dir, humanize.IBytes(uint64(c.memory)), humanize.IBytes(uint64(c.hot)))
 	if err := writeHot(hot, c.hot); err != nil {
 		return err
 	}
@@ -210,16 +213,16 @@ func runPressure(ctx context.Context, c pressureConfig, stdout, stderr io.Writer
 
 // runPhase warms the hot file in the cgroup, starts the engine's ingest
 // (none for alone), measures the co-tenant and stops the ingest.
-func runPhase(ctx context.Context, c pressureConfig, cg *cgroup, work, hot, engine string, stderr io.Writer) (r phaseResult, err error) {
+func runPhase(ctx context.Context, c pressureConfig, cg *cgroup.Cgroup, work, hot, engine string, stderr io.Writer) (r phaseResult, err error) {
 	r.Engine = engine
 	if engine == unlimitedLimit {
-		if err := cg.setLimit(-1); err != nil {
+		if err := cg.SetLimit(-1); err != nil {
 			return r, err
 		}
 		// Restored once the ingest has ended (deferred calls run last
 		// first) and its store is gone: what it cached goes with it.
 		defer func() {
-			if lerr := cg.setLimit(c.memory); err == nil && lerr != nil {
+			if lerr := cg.SetLimit(c.memory); err == nil && lerr != nil {
 				err = fmt.Errorf("restoring the memory limit: %w", lerr)
 			}
 		}()
@@ -229,7 +232,7 @@ func runPhase(ctx context.Context, c pressureConfig, cg *cgroup, work, hot, engi
 	if _, err := runFio(ctx, c, cg, hot, "--rw=read", "--bs=1m"); err != nil {
 		return r, fmt.Errorf("warming the hot file: %w", err)
 	}
-	cg.resetPeak()
+	cg.ResetPeak() // before Linux 6.12 a v2 peak is the cgroup's whole life's
 	var in *ingest
 	if engine != pressureAlone {
 		var err error
@@ -253,8 +256,10 @@ func runPhase(ctx context.Context, c pressureConfig, cg *cgroup, work, hot, engi
 		return r, fmt.Errorf("the co-tenant: %w", err)
 	}
 	r.ReadsPerS, r.P50us, r.P99us, r.P999us = fr.iops, fr.p50, fr.p99, fr.p999
-	r.HotCached = resident(hot)
-	r.PeakBytes = cg.peak()
+	if cached, size, err := benchkit.ResidentPath(hot); err == nil && size > 0 {
+		r.HotCached = float64(cached) / float64(size)
+	}
+	r.PeakBytes, _ = cg.Peak()
 	if in != nil {
 		if err := in.mark(); err != nil {
 			return r, err
@@ -275,74 +280,41 @@ type fioResult struct {
 // runFio runs one fio job on hot inside cg: psync, through the page cache,
 // without the invalidation fio does by default (that would empty the
 // cache the co-tenant stands for).
-func runFio(ctx context.Context, c pressureConfig, cg *cgroup, hot string, args ...string) (fioResult, error) {
-	fio := append([]string{c.fio, "--name=cotenant", "--filename=" + hot, "--size=" + strconv.FormatInt(c.hot, 10),
-		"--ioengine=psync", "--direct=0", "--invalidate=0", "--numjobs=1", "--output-format=json"}, args...)
-	// The shell joins the cgroup, then becomes fio, so that every page
-	// fio faults in is charged to the cgroup.
-	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, cg.procsFile()}, fio...)...)
-	out, err := cmd.Output()
+func runFio(ctx context.Context, c pressureConfig, cg *cgroup.Cgroup, hot string, args ...string) (fioResult, error) {
+	args = append([]string{"--name=cotenant", "--filename=" + hot, "--size=" + strconv.FormatInt(c.hot, 10),
+		"--ioengine=psync", "--direct=0", "--invalidate=0", "--numjobs=1"}, args...)
+	job, err := benchkit.RunFio(benchkit.FioCmd(ctx, cg.Procs(), args...), nil)
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
-		}
 		return fioResult{}, err
 	}
-	return parseFio(out)
+	return cotenantResult(job), nil
 }
 
 // parseFio reads fio's JSON output: the first job's read IOPS and
 // completion latency percentiles.
 func parseFio(out []byte) (fioResult, error) {
-	// fio may print notes before the JSON.
-	if i := strings.IndexByte(string(out), '{'); i > 0 {
-		out = out[i:]
-	}
-	var v struct {
-		Jobs []struct {
-			Read struct {
-				IOPS float64 `json:"iops"`
-				Clat struct {
-					Percentile map[string]float64 `json:"percentile"`
-				} `json:"clat_ns"`
-			} `json:"read"`
-		} `json:"jobs"`
-	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		return fioResult{}, fmt.Errorf("fio's output: %w", err)
-	}
-	if len(v.Jobs) == 0 {
-		return fioResult{}, errors.New("fio reported no job")
-	}
-	rd := v.Jobs[0].Read
-	pct := func(k string) float64 { return rd.Clat.Percentile[k] / 1e3 }
-	return fioResult{iops: rd.IOPS, p50: pct("50.000000"), p99: pct("99.000000"), p999: pct("99.900000")}, nil
+	job, err := benchkit.ParseFio(out)
+	return cotenantResult(job), err
+}
+
+// cotenantResult is what the co-tenant reports of fio's job.
+func cotenantResult(job benchkit.FioJob) fioResult {
+	us := func(p float64) float64 { return float64(job.Read.Percentile(p)) / 1e3 }
+	return fioResult{iops: job.Read.IOPS, p50: us(0.50), p99: us(0.99), p999: us(0.999)}
 }
 
 // writeHot writes the co-tenant's file, syncs it and drops it from the
 // page cache, so that the warm-up in the cgroup reads it in and the cgroup
 // is charged for it.
 func writeHot(path string, size int64) error {
-	f, err := os.Create(path)
+	f, err := benchkit.WriteHot(path, size)
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size && err == nil; off += int64(len(buf)) {
-		rand.Read(buf)
-		_, err = f.Write(buf[:min(int64(len(buf)), size-off)])
+	if err := f.Close(); err != nil {
+		return err
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = dropCache(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return benchkit.DropCache(path)
 }
 
 // printPressure prints the medians of every phase over the rounds, each
@@ -404,7 +376,7 @@ type ingestMark struct {
 
 // startIngest starts Pebble ingesting on engine in cg, and waits until
 // the store is open.
-func startIngest(ctx context.Context, c pressureConfig, cg *cgroup, work, engine string, stderr io.Writer) (*ingest, error) {
+func startIngest(ctx context.Context, c pressureConfig, cg *cgroup.Cgroup, work, engine string, stderr io.Writer) (*ingest, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -415,7 +387,7 @@ func startIngest(ctx context.Context, c pressureConfig, cg *cgroup, work, engine
 	}
 	cmd := exec.CommandContext(ctx, exe, "pressure", "-cache", strconv.FormatInt(c.cache, 10),
 		"-value", strconv.Itoa(c.value), "-batch", strconv.Itoa(c.batch), "-procs", strconv.Itoa(c.procs), work)
-	cmd.Env = append(os.Environ(), ingestEnv+"="+fsys, cgroupEnv+"="+cg.env())
+	cmd.Env = append(os.Environ(), ingestEnv+"="+fsys, cgroupEnv+"="+cg.Ref())
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -11,11 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/dio-storage/dio/pebblefs"
-	"golang.org/x/sys/unix"
 )
 
 // ingestChild is the pressure subcommand's Pebble: it joins the cgroup,
@@ -25,10 +23,8 @@ import (
 // (keys and values) committed so far and the time, as JSON. It closes and
 // removes the store before it exits.
 func ingestChild(c pressureConfig, engine string) error {
-	if cg := cgroupFromEnv(); cg != nil {
-		if err := cg.join(os.Getpid()); err != nil {
-			return fmt.Errorf("joining %s: %w", cg.dir, err)
-		}
+	if _, err := joinCgroup(); err != nil {
+		return err
 	}
 	runtime.GOMAXPROCS(c.procs)
 	dir := filepath.Join(c.dir, engine)
@@ -91,37 +87,4 @@ func ingestChild(c pressureConfig, engine string) error {
 		werr = cerr
 	}
 	return werr
-}
-
-// resident returns the share of the file at path in the page cache.
-func resident(path string) float64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || fi.Size() == 0 {
-		return 0
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return 0
-	}
-	defer unix.Munmap(m)
-	page := os.Getpagesize()
-	vec := make([]byte, (len(m)+page-1)/page)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		return 0
-	}
-	in := 0
-	for _, v := range vec {
-		in += int(v & 1)
-	}
-	return float64(in) / float64(len(vec))
-}
-
-// dropCache drops f's clean pages from the page cache.
-func dropCache(f *os.File) error {
-	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }

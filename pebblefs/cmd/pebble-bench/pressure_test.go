@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dio-storage/dio/internal/cgroup"
 )
 
 // TestMain lets the test binary stand in for pebble-bench: the pressure
@@ -112,14 +114,15 @@ func TestPressureCleanup(t *testing.T) {
 	if _, err := exec.LookPath("fio"); err != nil {
 		t.Skip("needs fio")
 	}
-	parent, err := memoryParent()
+	roots, err := cgroup.Discover()
 	if err != nil {
 		t.Skip(err)
 	}
-	if _, err := os.Stat(parent.dir); err != nil {
+	parent, err := cgroup.Parent(cgroup.OS{}, roots)
+	if err != nil {
 		t.Skip(err)
 	}
-	prefix := filepath.Join(parent.dir, "pebble-bench-pressure-"+strconv.Itoa(os.Getpid())+"-")
+	prefix := filepath.Join(parent, "pebble-bench-pressure-"+strconv.Itoa(os.Getpid())+"-")
 	for _, interrupt := range []bool{false, true} {
 		t.Run(map[bool]string{false: "complete", true: "interrupted"}[interrupt], func(t *testing.T) {
 			dir := t.TempDir()

@@ -15,6 +15,7 @@ import (
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/ephemeral"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/benchkit"
 )
 
 // The workloads.
@@ -83,7 +84,7 @@ type Result struct {
 
 // cpuSince returns the process's CPU time since c0 (ProcessCPU's), or -1.
 func cpuSince(c0 time.Duration, ok bool) time.Duration {
-	c1, ok1 := ProcessCPU()
+	c1, ok1 := benchkit.ProcessCPU()
 	if !ok || !ok1 {
 		return -1
 	}
@@ -138,7 +139,7 @@ func Run(c Config) (Result, error) {
 	}
 	// Start every run from a clean filesystem and device, outside the
 	// clock: otherwise the run after a durable one pays for its writeback.
-	if err := Settle(c.Dir); err != nil {
+	if err := benchkit.Settle(c.Dir); err != nil {
 		return Result{}, err
 	}
 	value := make([]byte, c.Value)
@@ -146,7 +147,7 @@ func Run(c Config) (Result, error) {
 		value[i] = byte(i*7 + 1)
 	}
 	start := time.Now()
-	c0, cpuOK := ProcessCPU()
+	c0, cpuOK := benchkit.ProcessCPU()
 	eph, err := ephemeral.Create(c.Dir, &ephemeral.Options{BufferSize: c.Buffer, Buffers: c.Buffers, IO: c.Engine.Policy})
 	if err != nil {
 		return Result{}, unavailable(err)
@@ -184,7 +185,7 @@ func Run(c Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r, size, err := resident(eph.Fd(), eph.Size())
+	r, size, err := benchkit.Resident(eph.Fd(), eph.Size())
 	res.PageCacheBytes += r
 	res.OutputBytes += size
 	return res, err
@@ -259,5 +260,5 @@ func residentPath(path string) (int64, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return resident(f.Fd(), st.Size())
+	return benchkit.Resident(f.Fd(), st.Size())
 }

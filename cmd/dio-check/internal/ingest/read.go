@@ -14,6 +14,7 @@ import (
 	"github.com/dio-storage/dio/blobio"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/internal/benchkit"
 )
 
 // Read is the read workload: random blobs read back from a blob file,
@@ -72,8 +73,9 @@ type ReadResult struct {
 	// cache when the run ended; it started at none (see DropCache), or
 	// all with Cached. A direct run leaves none, except on btrfs: it reads
 	// the rest of a direct read through the page cache when the buffer's
-	// pages were being moved (compaction) on two tries running
-	// (btrfs_direct_read), up to a merged read's span and its read-ahead.
+	// pages are absent on two tries running (btrfs_direct_read; moved by
+	// compaction, now and then), up to a merged read's span and its
+	// read-ahead (docs/performance.md).
 	PageCacheBytes int64
 }
 
@@ -151,7 +153,7 @@ func RunRead(c ReadConfig) (ReadResult, error) {
 	// A cached file would measure memory, not the device: every run starts
 	// cold, the direct ones too (their reads skip the cache, but the
 	// kernel writes back dirty pages of the range first).
-	if err := DropCache(c.Path); err != nil {
+	if err := benchkit.DropCache(c.Path); err != nil {
 		return ReadResult{}, err
 	}
 	if c.Cached {
@@ -218,7 +220,7 @@ func (c ReadConfig) batches(r blobsReader) (ReadResult, error) {
 	offs := make([]int64, c.Batch)
 	var res ReadResult
 	start := time.Now()
-	c0, cpuOK := ProcessCPU()
+	c0, cpuOK := benchkit.ProcessCPU()
 	deadline := start.Add(c.Duration)
 	for time.Now().Before(deadline) {
 		for i := range offs {
@@ -322,7 +324,7 @@ func (c ReadConfig) parallel(newRead func() (read func(off int64) (int64, error)
 	}
 	ready.Wait()
 	start := time.Now()
-	c0, cpuOK := ProcessCPU()
+	c0, cpuOK := benchkit.ProcessCPU()
 	deadline = start.Add(c.Duration)
 	close(begin)
 	wg.Wait()

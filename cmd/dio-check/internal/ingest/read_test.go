@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dio-storage/dio/blobio"
+	"github.com/dio-storage/dio/internal/benchkit"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
@@ -114,7 +115,7 @@ func TestRunReadStartsCold(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, warm, int64(size*9/10), "the file is cached after reading it")
 
-	require.NoError(t, DropCache(path))
+	require.NoError(t, benchkit.DropCache(path))
 	cold, _, err := residentPath(path)
 	require.NoError(t, err)
 	assert.Less(t, cold, int64(size/100))
@@ -127,7 +128,7 @@ func TestRunReadStartsCold(t *testing.T) {
 	// The one blob read, and its read-ahead.
 	assert.Less(t, r.PageCacheBytes, int64(size/4), "%d reads", r.Reads)
 
-	require.NoError(t, DropCache(path))
+	require.NoError(t, benchkit.DropCache(path))
 	c.Cached = true
 	r, err = RunRead(c)
 	require.NoError(t, err)

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package fileio
-
-var pageSize int64 = 4096
-
-// dropCache does nothing where the truncate it follows caches nothing
-// that dio has measured.
-func dropCache(fd uintptr, off, n int64) {}
