@@ -205,6 +205,9 @@ type uring struct {
 	armIn     bool          // the armed read was seen consumed (see readIn)
 	cur       uint32        // the op push is to submit
 	curErr    error         // what push made of it
+	born      time.Time     // the ring's setup: lastCQE's origin, on the monotonic clock
+	lastCQE   time.Duration // since born: when a reaper last found CQEs (see kickWanted)
+	kickAfter time.Duration // kickWindow, or what a test sets
 	testFail  func() error  // test hook: called instead of waiting in the kernel
 	testOwner bool          // test hook: an owner whenever an Await takes the seat
 }
@@ -242,7 +245,7 @@ func newURing() (*uring, error) {
 		return nil, err
 	}
 	const ops = ringEntries - 2 // and a NOP and the owner's eventfd read
-	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
+	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{}), born: time.Now(), kickAfter: kickWindow}
 	// Non-blocking, so that the kernel polls it rather than park an
 	// io-wq worker in its read. Without it there is no owner.
 	u.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
@@ -316,8 +319,9 @@ func (u *uring) push(fd uintptr) {
 	// submit, and a withdraw's refusal goes to it, not to failHanded.
 	op.handed = handed
 	if handed {
-		// The owner submits it: kick it if it waits in the kernel.
-		if u.ownerIn && !u.kicked {
+		// The owner submits it: kick it if it waits in the kernel
+		// and no CQE will end that wait soon enough (see kickWanted).
+		if u.ownerIn && !u.kicked && u.kickWanted() {
 			u.kicked = true
 			efd := u.efd
 			u.mu.Unlock()
@@ -504,6 +508,7 @@ func (u *uring) reapAll() {
 		}
 		u.mu.Lock()
 		u.inKernel -= n
+		u.lastCQE = time.Since(u.born)
 		for _, c := range buf[:n] {
 			switch c.userData {
 			case evData:
