@@ -244,7 +244,7 @@ func (u *uring) kick(efd int) {
 func (u *uring) failHanded(ops []uint32, err error) {
 	for _, i := range ops {
 		op := &u.ops[i]
-		u.deliver(i, op.q.x.wrap(op.req.Op.syscall(), err), false)
+		u.deliver(i, op.q.x.wrap(op.req.Op, op.req.Op.uringOp(), err), false)
 	}
 }
 

@@ -279,7 +279,7 @@ func (u *uring) start(i uint32) error {
 	op := &u.ops[i]
 	u.cur = i
 	if err := op.q.x.rc.Control(u.ctl); err != nil {
-		return op.q.x.wrap(op.req.Op.syscall(), os.ErrClosed)
+		return op.q.x.wrap(op.req.Op, op.req.Op.uringOp(), os.ErrClosed)
 	}
 	return u.curErr // set by push, under mu held since
 }
@@ -648,7 +648,7 @@ func (op *uringOp) outcome(res int32) (err error, again bool) {
 		if transient(errno, &op.retries) {
 			return nil, true
 		}
-		return x.wrap(op.req.Op.syscall(), errno), false
+		return x.wrap(op.req.Op, op.req.Op.uringOp(), errno), false
 	case op.req.Op == OpSync:
 		return nil, false
 	}
@@ -657,7 +657,7 @@ func (op *uringOp) outcome(res int32) (err error, again bool) {
 	case op.done >= len(op.req.Buf):
 		return nil, false
 	case x.stopped(int(res)): // op.done was aligned before res
-		return x.cut(op.req.Op), false
+		return x.cut(op.req.Op, op.req.Op.uringOp()), false
 	}
 	return nil, true
 }
@@ -778,5 +778,5 @@ func (u *uring) drained(userData uint64, _ int32) {
 // errFor names op i's operation and file in the ring's error.
 func (u *uring) errFor(i uint32) error {
 	op := &u.ops[i]
-	return op.q.x.wrap(op.req.Op.syscall(), u.err)
+	return op.q.x.wrap(op.req.Op, op.req.Op.uringOp(), u.err)
 }
