@@ -167,7 +167,7 @@ func (u *uring) ownTurn(retries *int, idle *bool) bool {
 		if pend > 0 {
 			*retries++
 		}
-	case pend > 0:
+	case pend > 0 && !ringGone(errno):
 		// The kernel took none of the SQEs (it fails an enter only
 		// then): withdraw them. A waiting submitter finds its refusal
 		// as after its own enter; a handed-off request completes with
@@ -181,6 +181,8 @@ func (u *uring) ownTurn(retries *int, idle *bool) bool {
 		u.smu.Unlock()
 		u.failHanded(handed, err)
 	default:
+		// A wait that failed beyond retry, or an enter whose error
+		// says the ring is gone: drain withdraws what is pushed too.
 		u.drain(os.NewSyscallError("io_uring_enter", errno))
 		u.mu.Lock()
 		u.ownerOn = false

@@ -489,3 +489,51 @@ func TestURingOwnerRefusalsBeside(t *testing.T) {
 	assert.Zero(t, q.pending)
 	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
 }
+
+// TestURingOwnerEnterGone: an owner whose io_uring_enter carrying SQEs
+// fails with an error that says the ring is unusable (EBADF) breaks and
+// drains the ring, rather than withdrawing the SQEs as a refusal and
+// going on with a ring that fails everything: every request completes
+// with the ring's error, Awaits and Close return, the owner leaves.
+func TestURingOwnerEnterGone(t *testing.T) {
+	u := ownerRing(t)
+	q, _ := ownerFile(t, u, 'a', 64)
+	var gone atomic.Bool
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		if gone.Load() {
+			return 0, syscall.EBADF
+		}
+		return u.r.enterKernel(toSubmit, minComplete, flags)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			done := make(chan Completion, 1)
+			buf := make([]byte, 4096)
+			for {
+				if err := q.Submit(Request{Op: OpRead, Buf: buf, Done: done}); err != nil {
+					assert.ErrorIs(t, err, syscall.EBADF)
+					return
+				}
+				if c := q.Await(done); c.Err != nil {
+					assert.ErrorIs(t, c.Err, syscall.EBADF)
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	gone.Store(true)
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(20 * time.Second):
+		t.Fatal("readers still running after every enter failed")
+	}
+	require.NoError(t, q.Close())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Error(t, u.err, "the ring still in service")
+	assert.Zero(t, q.pending)
+}

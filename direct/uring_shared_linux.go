@@ -363,7 +363,39 @@ func (u *uring) flush(i int64, gen, seq uint32) error {
 	u.mu.Unlock()
 	u.smu.Unlock()
 	u.failHanded(handed, err)
+	if ringGone(err) {
+		u.breakDown(err)
+	}
 	return why
+}
+
+// breakDown breaks and drains u for a submitter whose io_uring_enter
+// failed with an error that leaves the ring unusable (ringGone). Only a
+// reaper's failed wait used to break a ring, and a reaper waits only
+// while the kernel holds requests: with every enter failing nothing got
+// there, so the ring stayed in service and failed every request of
+// every queue given it. drain needs the reaper's seat: breakDown takes
+// it (free, or parked with nothing in the kernel), unless another breaks
+// the ring first. No lock is held.
+func (u *uring) breakDown(cause error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for u.err == nil {
+		if u.parked {
+			u.parked = false
+		} else {
+			select {
+			case <-u.seat:
+			default:
+				u.wake.Wait() // the reaper leaves the seat, or breaks the ring
+				continue
+			}
+		}
+		u.mu.Unlock()
+		u.drain(cause)
+		u.mu.Lock()
+		u.leave()
+	}
 }
 
 // submitBeside is flush's part under smu held for reading, beside other
