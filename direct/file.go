@@ -228,9 +228,9 @@ func (x *xfer) transfer(op Op, p []byte, off int64) (int, error) {
 		switch {
 		case err != nil && transient(err, &retries):
 		case err != nil:
-			return n, x.wrap(op.syscall(), err)
+			return n, x.wrap(op, op.syscall(), err)
 		case n < len(p) && x.stopped(m):
-			return n, x.cut(op)
+			return n, x.cut(op, op.syscall())
 		}
 	}
 	return n, nil
@@ -245,12 +245,12 @@ func (x *xfer) stopped(m int) bool {
 }
 
 // cut is the error of a transfer that stopped: for a read the end of the
-// file (io.EOF), for a write io.ErrShortWrite.
-func (x *xfer) cut(op Op) error {
+// file (io.EOF), for a write io.ErrShortWrite, named call.
+func (x *xfer) cut(op Op, call string) error {
 	if op == OpRead {
 		return io.EOF
 	}
-	return x.wrap(op.syscall(), io.ErrShortWrite)
+	return x.wrap(op, call, io.ErrShortWrite)
 }
 
 // checkRW rejects a negative offset and a transfer that breaks the alignment.
@@ -277,7 +277,7 @@ func (x *xfer) sync() error {
 		case err == nil:
 			return nil
 		case !transient(err, &retries):
-			return x.wrap(OpSync.syscall(), err)
+			return x.wrap(OpSync, OpSync.syscall(), err)
 		}
 	}
 }
@@ -289,12 +289,13 @@ func (x *xfer) injectSync() (Fault, bool) {
 	return x.faults.Inject(OpSync, 0, 0)
 }
 
-// wrap names the operation and file, and turns EINVAL on an aligned direct
-// transfer into ErrNotSupported: overlay-on-squashfs and some FUSE
-// filesystems accept O_DIRECT at open and refuse the first I/O.
-func (x *xfer) wrap(op string, err error) error {
-	if x.direct && op != OpSync.syscall() && errors.Is(err, syscall.EINVAL) {
+// wrap names the operation (as call: what the engine did) and file, and
+// turns EINVAL on an aligned direct transfer into ErrNotSupported:
+// overlay-on-squashfs and some FUSE filesystems accept O_DIRECT at open
+// and refuse the first I/O.
+func (x *xfer) wrap(op Op, call string, err error) error {
+	if x.direct && op != OpSync && errors.Is(err, syscall.EINVAL) {
 		err = fmt.Errorf("%w: %w", ErrNotSupported, err)
 	}
-	return &os.PathError{Op: op, Path: x.f.Name(), Err: err}
+	return &os.PathError{Op: call, Path: x.f.Name(), Err: err}
 }

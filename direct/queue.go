@@ -19,30 +19,40 @@ const (
 	OpSync                // fdatasync; covers the writes completed before it was submitted
 )
 
-// names is the one table of an Op's names: String's, and the system call
-// that errors name, as os.PathError's Op ("pwrite"), on every engine.
-func (o Op) names() (name, call string) {
+// names is the one table of an Op's names: String's, and the operation
+// that errors name, as os.PathError's Op: the system call on the pwrite
+// engine and in File's own methods ("pwrite"), the io_uring opcode on
+// the io_uring engine ("io_uring write"), so that an error says what
+// the engine actually did.
+func (o Op) names() (name, call, uring string) {
 	switch o {
 	case OpWrite:
-		return "write", "pwrite"
+		return "write", "pwrite", "io_uring write"
 	case OpRead:
-		return "read", "pread"
+		return "read", "pread", "io_uring read"
 	case OpSync:
-		return "fdatasync", "fdatasync"
+		return "fdatasync", "fdatasync", "io_uring fdatasync"
 	}
 	s := fmt.Sprintf("Op(%d)", uint8(o))
-	return s, s
+	return s, s, s
 }
 
 func (o Op) String() string {
-	name, _ := o.names()
+	name, _, _ := o.names()
 	return name
 }
 
-// syscall names the operation in errors.
+// syscall names the operation in the errors of File's methods and the
+// pwrite engine.
 func (o Op) syscall() string {
-	_, call := o.names()
+	_, call, _ := o.names()
 	return call
+}
+
+// uringOp names the operation in the io_uring engine's errors.
+func (o Op) uringOp() string {
+	_, _, uring := o.names()
+	return uring
 }
 
 // A Request is one asynchronous operation. Buf belongs to the queue from

@@ -49,6 +49,16 @@ func faultQueue(t *testing.T, kind direct.EngineKind, depth int, plan *faults.Pl
 	return f, q
 }
 
+// opName is what an engine's errors name op: the system call of the
+// pwrite engine, the io_uring opcode of the io_uring engine.
+func opName(kind direct.EngineKind, op direct.Op) string {
+	call := map[direct.Op]string{direct.OpWrite: "pwrite", direct.OpRead: "pread", direct.OpSync: "fdatasync"}[op]
+	if kind == direct.EngineURing {
+		call = "io_uring " + map[direct.Op]string{direct.OpWrite: "write", direct.OpRead: "read", direct.OpSync: "fdatasync"}[op]
+	}
+	return call
+}
+
 func TestQueueInjectedErrors(t *testing.T) {
 	for _, kind := range engines(t) {
 		for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EBADF} {
@@ -62,7 +72,9 @@ func TestQueueInjectedErrors(t *testing.T) {
 					assert.Equal(t, uint64(5), c.Token)
 					assert.Zero(t, c.N)
 					var pe *os.PathError
-					assert.ErrorAs(t, c.Err, &pe)
+					if assert.ErrorAs(t, c.Err, &pe) {
+						assert.Equal(t, opName(kind, op), pe.Op, "the error names what the engine did")
+					}
 					// The queue is still usable after a failed request.
 					c = do(t, q, direct.Request{Op: direct.OpWrite, Buf: p})
 					require.NoError(t, c.Err)

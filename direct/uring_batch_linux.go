@@ -81,7 +81,7 @@ func (q *uringQueue) submitChunk(rs []Request) (int, error) {
 	}
 	q.pending += m
 	if err := q.x.rc.Control(b.ctl); err != nil {
-		b.err = q.x.wrap(rs[0].Op.syscall(), os.ErrClosed)
+		b.err = q.x.wrap(rs[0].Op, rs[0].Op.uringOp(), os.ErrClosed)
 	}
 	// Take back the requests the kernel did not consume: a suffix of
 	// the chunk, since it consumes SQEs in order and the chunk's were

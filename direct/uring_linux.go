@@ -288,6 +288,24 @@ func (r *ring) enterKernel(toSubmit, minComplete, flags uint32) (int, syscall.Er
 	return int(n), errno
 }
 
+// ringGone reports whether err, from io_uring_enter, says that the ring
+// itself cannot be used (EBADF: its descriptor is gone; EOPNOTSUPP: it
+// is no ring; ENXIO: it is being torn down; EFAULT, EINVAL: its memory
+// or our call is wrong), rather than that the kernel would not take a
+// submission just now: EINTR and EAGAIN (retried), EBUSY (the CQ's
+// overflow) and ENOMEM, after which the ring goes on.
+func ringGone(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case unix.EINTR, unix.EAGAIN, unix.EBUSY, unix.ENOMEM:
+		return false
+	}
+	return true
+}
+
 // getEventsArg is struct io_uring_getevents_arg.
 type getEventsArg struct {
 	sigmask   uint64

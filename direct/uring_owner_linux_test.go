@@ -338,6 +338,32 @@ func TestURingOwnerRefused(t *testing.T) {
 	assert.Zero(t, q.pending)
 }
 
+// readUntilFails runs readers goroutines that read q with Submit and
+// Await until a Submit or a Completion fails, which must be with want;
+// the channel closes once every reader has stopped.
+func readUntilFails(t *testing.T, q *uringQueue, readers int, want error) <-chan struct{} {
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			done := make(chan Completion, 1)
+			buf := make([]byte, 4096)
+			for {
+				if err := q.Submit(Request{Op: OpRead, Buf: buf, Done: done}); err != nil {
+					assert.ErrorIs(t, err, want)
+					return
+				}
+				if c := q.Await(done); c.Err != nil {
+					assert.ErrorIs(t, c.Err, want)
+					return
+				}
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	return finished
+}
+
 // TestURingOwnerBroken: the ring breaking under the owner (its wait
 // fails beyond retry) completes every request with the ring's error;
 // Awaits and Close return.
@@ -353,27 +379,7 @@ func TestURingOwnerBroken(t *testing.T) {
 		}
 		return u.r.enterKernel(toSubmit, minComplete, flags)
 	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			done := make(chan Completion, 1)
-			buf := make([]byte, 4096)
-			for {
-				if err := q.Submit(Request{Op: OpRead, Buf: buf, Done: done}); err != nil {
-					require.ErrorIs(t, err, syscall.EFAULT)
-					return
-				}
-				if c := q.Await(done); c.Err != nil {
-					require.ErrorIs(t, c.Err, syscall.EFAULT)
-					return
-				}
-			}
-		}()
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
+	finished := readUntilFails(t, q, 8, syscall.EFAULT)
 	select {
 	case <-finished:
 	case <-time.After(20 * time.Second):
@@ -488,4 +494,34 @@ func TestURingOwnerRefusalsBeside(t *testing.T) {
 	defer u.mu.Unlock()
 	assert.Zero(t, q.pending)
 	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
+}
+
+// TestURingOwnerEnterGone: an owner whose io_uring_enter carrying SQEs
+// fails with an error that says the ring is unusable (EBADF) breaks and
+// drains the ring, rather than withdrawing the SQEs as a refusal and
+// going on with a ring that fails everything: every request completes
+// with the ring's error, Awaits and Close return, the owner leaves.
+func TestURingOwnerEnterGone(t *testing.T) {
+	u := ownerRing(t)
+	q, _ := ownerFile(t, u, 'a', 64)
+	var gone atomic.Bool
+	u.r.testEnter = func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) {
+		if gone.Load() {
+			return 0, syscall.EBADF
+		}
+		return u.r.enterKernel(toSubmit, minComplete, flags)
+	}
+	finished := readUntilFails(t, q, 8, syscall.EBADF)
+	time.Sleep(20 * time.Millisecond)
+	gone.Store(true)
+	select {
+	case <-finished:
+	case <-time.After(20 * time.Second):
+		t.Fatal("readers still running after every enter failed")
+	}
+	require.NoError(t, q.Close())
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	assert.Error(t, u.err, "the ring still in service")
+	assert.Zero(t, q.pending)
 }

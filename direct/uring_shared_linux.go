@@ -205,6 +205,9 @@ type uring struct {
 	armIn     bool          // the armed read was seen consumed (see readIn)
 	cur       uint32        // the op push is to submit
 	curErr    error         // what push made of it
+	born      time.Time     // the ring's setup: lastCQE's origin, on the monotonic clock
+	lastCQE   time.Duration // since born: when a reaper last found CQEs (see kickWanted)
+	kickAfter time.Duration // kickWindow, or what a test sets
 	testFail  func() error  // test hook: called instead of waiting in the kernel
 	testOwner bool          // test hook: an owner whenever an Await takes the seat
 }
@@ -242,7 +245,7 @@ func newURing() (*uring, error) {
 		return nil, err
 	}
 	const ops = ringEntries - 2 // and a NOP and the owner's eventfd read
-	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{})}
+	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{}), born: time.Now(), kickAfter: kickWindow}
 	// Non-blocking, so that the kernel polls it rather than park an
 	// io-wq worker in its read. Without it there is no owner.
 	u.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
@@ -276,7 +279,7 @@ func (u *uring) start(i uint32) error {
 	op := &u.ops[i]
 	u.cur = i
 	if err := op.q.x.rc.Control(u.ctl); err != nil {
-		return op.q.x.wrap(op.req.Op.syscall(), os.ErrClosed)
+		return op.q.x.wrap(op.req.Op, op.req.Op.uringOp(), os.ErrClosed)
 	}
 	return u.curErr // set by push, under mu held since
 }
@@ -316,8 +319,9 @@ func (u *uring) push(fd uintptr) {
 	// submit, and a withdraw's refusal goes to it, not to failHanded.
 	op.handed = handed
 	if handed {
-		// The owner submits it: kick it if it waits in the kernel.
-		if u.ownerIn && !u.kicked {
+		// The owner submits it: kick it if it waits in the kernel
+		// and no CQE will end that wait soon enough (see kickWanted).
+		if u.ownerIn && !u.kicked && u.kickWanted() {
 			u.kicked = true
 			efd := u.efd
 			u.mu.Unlock()
@@ -359,7 +363,39 @@ func (u *uring) flush(i int64, gen, seq uint32) error {
 	u.mu.Unlock()
 	u.smu.Unlock()
 	u.failHanded(handed, err)
+	if ringGone(err) {
+		u.breakDown(err)
+	}
 	return why
+}
+
+// breakDown breaks and drains u for a submitter whose io_uring_enter
+// failed with an error that leaves the ring unusable (ringGone). Only a
+// reaper's failed wait used to break a ring, and a reaper waits only
+// while the kernel holds requests: with every enter failing nothing got
+// there, so the ring stayed in service and failed every request of
+// every queue given it. drain needs the reaper's seat: breakDown takes
+// it (free, or parked with nothing in the kernel), unless another breaks
+// the ring first. No lock is held.
+func (u *uring) breakDown(cause error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for u.err == nil {
+		if u.parked {
+			u.parked = false
+		} else {
+			select {
+			case <-u.seat:
+			default:
+				u.wake.Wait() // the reaper leaves the seat, or breaks the ring
+				continue
+			}
+		}
+		u.mu.Unlock()
+		u.drain(cause)
+		u.mu.Lock()
+		u.leave()
+	}
 }
 
 // submitBeside is flush's part under smu held for reading, beside other
@@ -504,6 +540,7 @@ func (u *uring) reapAll() {
 		}
 		u.mu.Lock()
 		u.inKernel -= n
+		u.lastCQE = time.Since(u.born)
 		for _, c := range buf[:n] {
 			switch c.userData {
 			case evData:
@@ -643,7 +680,7 @@ func (op *uringOp) outcome(res int32) (err error, again bool) {
 		if transient(errno, &op.retries) {
 			return nil, true
 		}
-		return x.wrap(op.req.Op.syscall(), errno), false
+		return x.wrap(op.req.Op, op.req.Op.uringOp(), errno), false
 	case op.req.Op == OpSync:
 		return nil, false
 	}
@@ -652,7 +689,7 @@ func (op *uringOp) outcome(res int32) (err error, again bool) {
 	case op.done >= len(op.req.Buf):
 		return nil, false
 	case x.stopped(int(res)): // op.done was aligned before res
-		return x.cut(op.req.Op), false
+		return x.cut(op.req.Op, op.req.Op.uringOp()), false
 	}
 	return nil, true
 }
@@ -773,5 +810,5 @@ func (u *uring) drained(userData uint64, _ int32) {
 // errFor names op i's operation and file in the ring's error.
 func (u *uring) errFor(i uint32) error {
 	op := &u.ops[i]
-	return op.q.x.wrap(op.req.Op.syscall(), u.err)
+	return op.q.x.wrap(op.req.Op, op.req.Op.uringOp(), u.err)
 }

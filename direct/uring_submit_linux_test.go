@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -231,4 +232,65 @@ func TestURingWithdrawnNOPNeedsNoEnter(t *testing.T) {
 	u.smu.Unlock()
 	require.NoError(t, u.flush(-1, 0, seq))
 	assert.Zero(t, calls.Load(), "io_uring_enter calls for a withdrawn NOP")
+}
+
+// TestURingEnterGoneRetires: a ring whose every io_uring_enter fails
+// with an error that says the ring is unusable (EBADF here) is broken
+// and retired at the first refused Submit, although nothing ever got
+// into the kernel for a reaper's wait to fail on: later Submits fail at
+// once with the ring's error, and new queues get another ring. A refusal
+// the ring survives (ENOMEM) leaves it in service.
+func TestURingEnterGoneRetires(t *testing.T) {
+	f, err := os.OpenFile(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteAt(make([]byte, 1<<16), 0)
+	require.NoError(t, err)
+	newQ := func() *uringQueue {
+		q, err := NewQueue(f, &QueueOptions{Engine: EngineURing, Depth: 4})
+		if err != nil {
+			t.Skipf("io_uring unavailable: %v", err)
+		}
+		return q.(*uringQueue)
+	}
+	live := func(u *uring) bool {
+		rings.mu.Lock()
+		defer rings.mu.Unlock()
+		return slices.Contains(rings.live, u)
+	}
+	q := newQ()
+	u := q.u
+	done := make(chan Completion, 1)
+	read := Request{Op: OpRead, Buf: make([]byte, 4096), Done: done}
+
+	var calls atomic.Int32
+	u.r.testEnter = func(uint32, uint32, uint32) (int, syscall.Errno) { calls.Add(1); return 0, syscall.ENOMEM }
+	require.ErrorIs(t, q.Submit(read), syscall.ENOMEM)
+	assert.True(t, live(u), "a ring retired for ENOMEM")
+	u.mu.Lock()
+	assert.NoError(t, u.err)
+	u.mu.Unlock()
+
+	u.r.testEnter = func(uint32, uint32, uint32) (int, syscall.Errno) { calls.Add(1); return 0, syscall.EBADF }
+	require.ErrorIs(t, q.Submit(read), syscall.EBADF)
+	assert.False(t, live(u), "a ring whose enters fail with EBADF still in service")
+	select {
+	case <-u.broken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ring was not drained")
+	}
+	calls.Store(0)
+	err = q.Submit(read)
+	require.ErrorIs(t, err, syscall.EBADF)
+	assert.ErrorContains(t, err, "ring broken")
+	assert.Zero(t, calls.Load(), "a Submit on the broken ring entered the kernel")
+	c := q.Await(done)
+	assert.Equal(t, Op(0), c.Op, "a Completion for a refused request")
+
+	q2 := newQ()
+	assert.NotSame(t, u, q2.u, "a new queue got the retired ring")
+	require.NoError(t, q2.Submit(read))
+	require.NoError(t, q2.Await(done).Err)
+	require.NoError(t, q2.Close())
+	require.NoError(t, q.Close())
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # cpu-per-io.sh DIR [ROUNDS] [REV...]: what an I/O costs in CPU, dio's
 # against fio's, measured by scripts/_cpuio: reads/s and CPU µs per read
-# (the whole process's rusage, fio's as our child's) for direct.Queue and
-# ReadBlob from 16 goroutines, ReadBlobs in batches of 64, one goroutine
+# (the whole process's rusage, fio's as our child's) for direct.Queue,
+# ReadBlob and fileio's ReadAt (readat) from 16 goroutines, ReadBlobs in batches of 64, one goroutine
 # (ReadBlob, pread, fio QD1), 64 KiB appends, and fio on the same 256 MiB
 # file at QD16 and as 16 jobs at QD1 (the shape of 16 goroutines with one
 # read each), and fio's own shape on a direct.Queue: one goroutine keeping
@@ -11,13 +11,18 @@
 # tree, and every round runs every mode on every build in turn, so that
 # drift on a shared machine hits them alike; the medians come last.
 #
+# On a machine shared with other work each run first waits (up to
+# SETTLE seconds, default 30; 0 skips it) for half a second in which the
+# CPUs are at least 85% idle, so that a burst of someone's compiling
+# does not land in one build's run and not the other's.
+#
 # The fast device of docs/engine.md (ext4 on a loop device over a tmpfs
 # file, direct I/O on) is where the CPU, not a disk, sets the pace.
 set -euo pipefail
 dir=${1:?usage: cpu-per-io.sh DIR [ROUNDS] [REV...]}
 rounds=${2:-3}
 shift $(( $# < 2 ? $# : 2 ))
-modes=${MODES:-fio fiojobs queue queuedepth readblob readblobs pread1 readblob1 fio1 append fioappend}
+modes=${MODES:-fio fiojobs queue queuedepth readblob readat readblobs pread1 readblob1 fio1 append fioappend}
 command -v fio >/dev/null || { echo "cpu-per-io.sh: fio not found (apt-get install fio)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "$dir/dio-cpu.XXXXXX")
@@ -36,13 +41,29 @@ for rev in "$@"; do
 	builds+=("$bin/$name")
 done
 
+# settle waits for the CPUs to be quiet (see above), giving up silently.
+settle() {
+	local a b tot idle k
+	for ((k = 0; k < ${SETTLE:-30} * 2; k++)); do
+		read -ra a < /proc/stat
+		sleep 0.5
+		read -ra b < /proc/stat
+		tot=0
+		for i in 1 2 3 4 5 6 7 8; do tot=$((tot + b[i] - a[i])); done
+		idle=$((b[4] - a[4] + b[5] - a[5]))
+		((tot > 0 && idle * 100 >= tot * 85)) && return 0
+	done
+	return 0
+}
+
 "$bin/tree" -mode setup -f "$work/blobs"
 for r in $(seq 1 "$rounds"); do
 	for m in $modes; do
 		for b in "${builds[@]}"; do
 			f=$work/blobs
 			[[ $m == *append ]] && f=$work/append
-			"$b" -mode "$m" -f "$f" -tag "$(basename "$b")" -d "${DURATION:-2s}"
+			settle
+			"$b" -mode "$m" -f "$f" -tag "$(basename "$b")" -d "${DURATION:-2s}" | sed "s/\$/\t$r/"
 		done
 	done
 done | tee "$bin/results" >&2

@@ -27,6 +27,7 @@ import (
 
 	"github.com/dio-storage/dio/blobio"
 	"github.com/dio-storage/dio/direct"
+	"github.com/dio-storage/dio/fileio"
 )
 
 const blob = 4092
@@ -42,7 +43,7 @@ func self() time.Duration {
 }
 
 func main() {
-	mode := flag.String("mode", "queue", "setup|queue|queuedepth|queuedepth1|readblob|readblob1|readblobs|pread|pread1|fio|fio1|fiojobs|append|fioappend")
+	mode := flag.String("mode", "queue", "setup|queue|queuedepth|queuedepth1|readblob|readblob1|readat|readblobs|pread|pread1|fio|fio1|fiojobs|append|fioappend")
 	summarize := flag.Bool("summarize", false, "read result lines on stdin and print the medians of each mode and tag")
 	path := flag.String("f", "", "file")
 	d := flag.Duration("d", 2*time.Second, "duration")
@@ -169,6 +170,31 @@ func main() {
 				for !deadline() {
 					for k := 0; k < 64; k++ {
 						dst, err = rd.ReadBlob(r.Int64N(nblobs)*4096, dst)
+						must(err)
+						ops.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		stop()
+		rd.Close()
+	case "readat":
+		// fileio's ReadAt from -n goroutines: 4 KiB at 4 KiB offsets,
+		// the same spans as readblob's, without the blob format.
+		rd, err := fileio.Open(*path, nil)
+		must(err)
+		var wg sync.WaitGroup
+		start()
+		for g := 0; g < *n; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := make([]byte, 4096)
+				r := rand.New(rand.NewPCG(uint64(g), 5))
+				for !deadline() {
+					for k := 0; k < 64; k++ {
+						_, err := rd.ReadAt(p, r.Int64N(nblobs)*4096)
 						must(err)
 						ops.Add(1)
 					}
