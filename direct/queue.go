@@ -29,6 +29,10 @@ func (o Op) names() (name, call string) {
 		return "read", "pread"
 	case OpSync:
 		return "fdatasync", "fdatasync"
+	case OpTruncate:
+		return "truncate", "ftruncate"
+	case OpSyncDir:
+		return "fsync-dir", "fsync"
 	}
 	s := fmt.Sprintf("Op(%d)", uint8(o))
 	return s, s
