@@ -376,7 +376,9 @@ func (h Histogram) MarshalJSON() ([]byte, error) {
 // service meets or must tell apart one by one, the others together
 // (Other), and the errors that carry none (NoErrno: a closed file, a
 // short write, a broken ring).
-type Errnos struct{ n [len(countedErrnos) + 2]uint64 }
+type Errnos struct {
+	n [len(countedErrnos) + 2]uint64
+}
 
 // countedErrnos are the errnos Errnos counts one by one.
 var countedErrnos = [...]struct {

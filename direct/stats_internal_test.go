@@ -158,3 +158,30 @@ func TestWatchFull(t *testing.T) {
 	assert.Equal(t, held[0], got)
 	assert.True(t, w.inFlight())
 }
+
+// TestEngineRec checks the engine's counters and their snapshot.
+func TestEngineRec(t *testing.T) {
+	var sh shard
+	sh.engine.entered(1)
+	sh.engine.entered(5)
+	sh.engine.woke(64)
+	sh.engine.rings.Add(2)
+	sh.engine.inFlight.Add(3)
+	var s IOStats
+	sh.addTo(&s)
+	e := s.Engine
+	assert.Equal(t, EngineStats{Rings: 2, InFlight: 3, Enters: 2, Submitted: 6, Wakes: 1, Reaped: 64,
+		PerEnter: Batches{0: 1, 3: 1}, PerWake: Batches{6: 1}}, e)
+	assert.Equal(t, 3.0, e.SubmittedPerEnter())
+	assert.Equal(t, 64.0, e.ReapedPerWake())
+	d := e.Sub(e)
+	assert.Equal(t, EngineStats{Rings: 2, InFlight: 3}, d, "gauges stay")
+	assert.Zero(t, EngineStats{}.ReapedPerWake())
+
+	x := xfer{direct: true}
+	assert.Equal(t, PathURing, x.uringPath())
+	assert.Equal(t, PathPwrite, x.syncPath())
+	x.direct = false
+	assert.Equal(t, PathStdFS, x.uringPath())
+	assert.Equal(t, PathStdFS, x.syncPath())
+}
