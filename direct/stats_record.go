@@ -49,14 +49,13 @@ type shard struct {
 	_             [64]byte // the next shard's counters start on a line of their own
 }
 
-// opRec counts one operation on one path of a shard. The fields written
-// by every operation (ops, bytes, the latency's sum) come first, on one
-// cache line.
+// opRec counts one operation on one path of a shard. An operation adds
+// to three counters: bytes and the latency's sum, on one cache line,
+// and its latency's bucket. Ops is the latency's count and Errors the
+// errnos' sum, added up by Stats.
 type opRec struct {
-	ops     atomic.Uint64
 	bytes   atomic.Uint64
 	latency histRec
-	errors  atomic.Uint64
 	retries atomic.Uint64
 	asked   atomic.Uint64
 	errnos  [len(Errnos{}.n)]atomic.Uint64
@@ -73,18 +72,22 @@ func (h *histRec) add(ns int64) {
 	h.buckets[bucketOf(ns)].Add(1)
 }
 
-func (h *histRec) addTo(s *Histogram) {
+// addTo adds the histogram to s and returns its count.
+func (h *histRec) addTo(s *Histogram) uint64 {
+	var n uint64
 	for i := range h.buckets {
-		s.Counts[i] += h.buckets[i].Load()
+		c := h.buckets[i].Load()
+		s.Counts[i] += c
+		n += c
 	}
 	s.Sum += time.Duration(h.sum.Load())
+	return n
 }
 
 // record counts an operation that moved n bytes in ns nanoseconds and
 // ended with err (nil, or an error; io.EOF is not one), having made
 // retries system calls again.
 func (r *opRec) record(n int, err error, ns int64, retries int) {
-	r.ops.Add(1)
 	if n > 0 {
 		r.bytes.Add(uint64(n))
 	}
@@ -93,20 +96,19 @@ func (r *opRec) record(n int, err error, ns int64, retries int) {
 		r.retries.Add(uint64(retries))
 	}
 	if err != nil {
-		r.errors.Add(1)
 		r.errnos[errnoOf(err)].Add(1)
 	}
 }
 
 func (r *opRec) addTo(s *OpStats) {
-	s.Ops += r.ops.Load()
-	s.Errors += r.errors.Load()
+	s.Ops += r.latency.addTo(&s.Latency)
 	s.Retries += r.retries.Load()
 	s.Bytes += r.bytes.Load()
 	s.Asked += r.asked.Load()
-	r.latency.addTo(&s.Latency)
 	for i := range r.errnos {
-		s.Errnos.n[i] += r.errnos[i].Load()
+		n := r.errnos[i].Load()
+		s.Errnos.n[i] += n
+		s.Errors += n
 	}
 }
 
