@@ -35,6 +35,7 @@ var layers = []string{
 	"pebblefs/cmd/...",           // pebble-bench
 	"cmd/dio-check/internal/...", // dio-check's own: cgroup, and ingest, the bench workload
 	"cmd/dio-check",
+	"examples/...", // nested modules a service copies (examples/promdio: Prometheus stays out of dio's go.mod)
 }
 
 // testSupport are the packages that exist for tests: they may import any
