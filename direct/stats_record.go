@@ -145,7 +145,7 @@ func (sh *shard) rec(p Path, op Op) *opRec {
 }
 
 // engineRec is a shard's EngineStats being recorded. The engines call
-// its methods: see docs/engine.md, "Statistics", for where.
+// its methods: see docs/observing.md for where.
 type engineRec struct {
 	rings     atomic.Int64
 	inFlight  atomic.Int64
