@@ -70,9 +70,9 @@ const (
 // the counts of one snapshot may disagree by the operations that were
 // completing while it was taken.
 type IOStats struct {
-	// Read, Write, Sync and Truncate are the operations of every path
-	// together; Paths has them by path.
-	Read, Write, Sync, Truncate OpStats
+	// PathStats's Read, Write, Sync and Truncate are the operations of
+	// every path together; Paths has them by path.
+	PathStats
 	// DirSync counts directory fsyncs (SyncDir), which belong to no
 	// file's path.
 	DirSync OpStats
@@ -126,12 +126,8 @@ func Stats() IOStats {
 	for i := range registry {
 		registry[i].addTo(&s)
 	}
-	for _, p := range Paths() {
-		ps := &s.Paths[p]
-		s.Read.add(&ps.Read)
-		s.Write.add(&ps.Write)
-		s.Sync.add(&ps.Sync)
-		s.Truncate.add(&ps.Truncate)
+	for p := range s.Paths {
+		s.PathStats.add(&s.Paths[p])
 	}
 	return s
 }
@@ -140,17 +136,10 @@ func Stats() IOStats {
 // count of s minus prev's, except the engine's gauges (Rings, InFlight),
 // which are s's.
 func (s IOStats) Sub(prev IOStats) IOStats {
-	s.Read.sub(&prev.Read)
-	s.Write.sub(&prev.Write)
-	s.Sync.sub(&prev.Sync)
-	s.Truncate.sub(&prev.Truncate)
+	s.PathStats.sub(&prev.PathStats)
 	s.DirSync.sub(&prev.DirSync)
 	for p := range s.Paths {
-		a, b := &s.Paths[p], &prev.Paths[p]
-		a.Read.sub(&b.Read)
-		a.Write.sub(&b.Write)
-		a.Sync.sub(&b.Sync)
-		a.Truncate.sub(&b.Truncate)
+		s.Paths[p].sub(&prev.Paths[p])
 	}
 	s.SectorErrors -= prev.SectorErrors
 	s.WriterRetries -= prev.WriterRetries
@@ -162,35 +151,49 @@ func (s IOStats) Sub(prev IOStats) IOStats {
 // Op returns the statistics of op (OpRead, OpWrite, OpSync, OpTruncate
 // or OpSyncDir), every path together.
 func (s *IOStats) Op(op Op) *OpStats {
-	switch op {
-	case OpRead:
-		return &s.Read
-	case OpWrite:
-		return &s.Write
-	case OpSync:
-		return &s.Sync
-	case OpTruncate:
-		return &s.Truncate
-	case OpSyncDir:
+	if op == OpSyncDir {
 		return &s.DirSync
 	}
-	return nil
+	return s.PathStats.Op(op)
 }
 
 // Op returns the statistics of op (OpRead, OpWrite, OpSync or
 // OpTruncate) on the path.
 func (s *PathStats) Op(op Op) *OpStats {
+	return pick(op, &s.Read, &s.Write, &s.Sync, &s.Truncate, nil)
+}
+
+// pick returns the one of the counts of an operation that counts op, or
+// nil.
+func pick[T any](op Op, read, write, sync, truncate, dirSync *T) *T {
 	switch op {
 	case OpRead:
-		return &s.Read
+		return read
 	case OpWrite:
-		return &s.Write
+		return write
 	case OpSync:
-		return &s.Sync
+		return sync
 	case OpTruncate:
-		return &s.Truncate
+		return truncate
+	case OpSyncDir:
+		return dirSync
 	}
 	return nil
+}
+
+// pathOps are the operations of a PathStats.
+var pathOps = [...]Op{OpRead, OpWrite, OpSync, OpTruncate}
+
+func (s *PathStats) add(p *PathStats) {
+	for _, op := range pathOps {
+		s.Op(op).add(p.Op(op))
+	}
+}
+
+func (s *PathStats) sub(p *PathStats) {
+	for _, op := range pathOps {
+		s.Op(op).sub(p.Op(op))
+	}
 }
 
 // MarshalJSON writes the table as an object keyed by the paths' names:

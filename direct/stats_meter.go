@@ -219,19 +219,7 @@ func (m *Meter) Stats() MeterStats {
 // Op returns the counts of op: OpRead, OpWrite, OpSync, OpTruncate or
 // OpSyncDir.
 func (s *MeterStats) Op(op Op) *Counts {
-	switch op {
-	case OpRead:
-		return &s.Read
-	case OpWrite:
-		return &s.Write
-	case OpSync:
-		return &s.Sync
-	case OpTruncate:
-		return &s.Truncate
-	case OpSyncDir:
-		return &s.DirSync
-	}
-	return nil
+	return pick(op, &s.Read, &s.Write, &s.Sync, &s.Truncate, &s.DirSync)
 }
 
 // all yields the operations a Meter counts and their Counts in s.
