@@ -10,6 +10,9 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # race run to one metamorphic seed and two kills (Pebble under -race is
 # slow); the matrix legs run it without -race (scripts/test-matrix.sh).
 PEBBLEFS_TEST ?= -race -short -count=1 -timeout=10m
+# examples/promdio is a module of its own too (Prometheus stays out of
+# dio's go.mod): a few seconds of tests, named here as pebblefs is.
+EXAMPLES = examples/promdio
 
 # The packages with allocation tests (TestXxxAllocs), run again without
 # -race: only they, so that the step prints no "[no tests to run]".
@@ -26,6 +29,7 @@ test:
 	$(GO) test -race -count=1 -timeout=10m ./...
 	$(if $(ALLOCS_PKGS),$(GO) test -count=1 -run 'Allocs' $(ALLOCS_PKGS))   # allocation counts, which -race distorts
 	cd pebblefs && $(GO) vet ./... && $(GO) test $(PEBBLEFS_TEST) ./...
+	for m in $(EXAMPLES); do (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "note: skipped the filesystem matrix (tmpfs, ramfs, ext4, xfs, btrfs): it mounts filesystems and needs root (try: sudo make test-matrix)"; \
 		if [ "$$CI" = true ]; then echo "error: CI=true requires the matrix" >&2; exit 1; fi; \
@@ -45,6 +49,7 @@ lint:
 	$(GO) mod tidy -diff
 	$(GO) run $(STATICCHECK) ./...
 	cd pebblefs && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) run $(STATICCHECK) ./...
+	for m in $(EXAMPLES); do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) run $(STATICCHECK) ./...) || exit 1; done
 	GOOS=darwin $(GO) build ./...
 	GOOS=windows $(GO) build ./...
 	GOOS=freebsd $(GO) build ./...

@@ -34,6 +34,7 @@ var layers = [][]string{
 	{"pebblefs/cmd/..."},           // pebble-bench
 	{"cmd/dio-check/internal/..."}, // dio-check's own: ingest, the bench workload
 	{"cmd/dio-check"},
+	{"examples/..."}, // nested modules a service copies (examples/promdio: Prometheus stays out of dio's go.mod)
 }
 
 // benchKit are the packages the commands measure with (cgroups, fio, the

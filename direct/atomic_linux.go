@@ -94,8 +94,19 @@ func (f *File) WriteAtomicAt(p []byte, off int64) (int, error) {
 	}
 	x := f.xfer
 	x.writeFlags |= unix.RWF_ATOMIC
+	t := x.begin(OpWrite, off, len(p))
+	n, calls, err := x.writeAtomic(p, off)
+	x.end(t, PathPwrite, OpWrite, n, err, calls-1)
+	return n, err
+}
+
+// writeAtomic is WriteAtomicAt's work, on x with RWF_ATOMIC set; calls
+// is the system calls it made.
+func (x *xfer) writeAtomic(p []byte, off int64) (n, calls int, err error) {
+	const op = "pwritev2"
 	for retries := 0; ; {
 		n, err := x.once(OpWrite, p, off)
+		calls++
 		switch {
 		case err != nil && transient(err, &retries):
 			continue
@@ -104,12 +115,12 @@ func (f *File) WriteAtomicAt(p []byte, off int64) (int, error) {
 			// itself (a filesystem that reports a unit it cannot honour
 			// for this range, such as one crossing an extent boundary it
 			// cannot write at once).
-			return 0, &os.PathError{Op: op, Path: f.Name(), Err: fmt.Errorf("direct: RWF_ATOMIC refused: %w: %w", errors.ErrUnsupported, err)}
+			return 0, calls, &os.PathError{Op: op, Path: x.f.Name(), Err: fmt.Errorf("direct: RWF_ATOMIC refused: %w: %w", errors.ErrUnsupported, err)}
 		case err != nil:
-			return n, &os.PathError{Op: op, Path: f.Name(), Err: err}
+			return n, calls, &os.PathError{Op: op, Path: x.f.Name(), Err: err}
 		case n < len(p):
-			return n, &os.PathError{Op: op, Path: f.Name(), Err: io.ErrShortWrite}
+			return n, calls, &os.PathError{Op: op, Path: x.f.Name(), Err: io.ErrShortWrite}
 		}
-		return n, nil
+		return n, calls, nil
 	}
 }

@@ -117,7 +117,12 @@ func (f *File) Sync() error { return f.sync() }
 
 // Truncate changes the file's size. A size that is not aligned is allowed:
 // it is how a writer cuts its padded last block back to the logical size.
-func (f *File) Truncate(size int64) error { return f.f.Truncate(size) }
+func (f *File) Truncate(size int64) error {
+	t := f.begin(OpTruncate, size, 0)
+	err := f.f.Truncate(size)
+	f.end(t, f.syncPath(), OpTruncate, 0, err, 0)
+	return err
+}
 
 // Allocate reserves space for [off, off+n) with fallocate, growing the file
 // when the range ends past it. Where the filesystem cannot, the error
@@ -155,6 +160,9 @@ type xfer struct {
 	faults Injector  // consulted before every system call; nil but in tests
 
 	writeFlags int // RWF_* flags for every write; 0 for plain pwrite
+
+	shard uint8  // the process-wide statistics' shard this file counts in
+	meter *Meter // counts (and watches) this file's I/O too; nil: none
 }
 
 func newXfer(f *os.File, a Alignment, direct bool) xfer {
@@ -162,7 +170,7 @@ func newXfer(f *os.File, a Alignment, direct bool) xfer {
 	if err != nil {
 		rc = closedConn{} // f is nil; every call fails as on a closed file
 	}
-	return xfer{f: f, rc: rc, align: a, direct: direct}
+	return xfer{f: f, rc: rc, align: a, direct: direct, shard: pickShard()}
 }
 
 // closedConn is the RawConn of a file that cannot be used.
@@ -216,24 +224,33 @@ func (x *xfer) readAt(p []byte, off int64) (int, error)  { return x.transfer(OpR
 func (x *xfer) writeAt(p []byte, off int64) (int, error) { return x.transfer(OpWrite, p, off) }
 
 // transfer reads or writes all of p at off, retrying EINTR and EAGAIN and
-// resuming short transfers until one stopped.
+// resuming short transfers until one stopped, and counts it.
 func (x *xfer) transfer(op Op, p []byte, off int64) (int, error) {
 	if err := x.checkRW(op.syscall(), p, off); err != nil {
 		return 0, err
 	}
-	n, retries := 0, 0
+	t := x.begin(op, off, len(p))
+	n, calls, err := x.move(op, p, off)
+	x.end(t, x.syncPath(), op, n, err, calls-1)
+	return n, err
+}
+
+// move is transfer's work; calls is the system calls it made.
+func (x *xfer) move(op Op, p []byte, off int64) (n, calls int, err error) {
+	retries := 0
 	for n < len(p) {
 		m, err := x.once(op, p[n:], off+int64(n))
 		n += m
+		calls++
 		switch {
 		case err != nil && transient(err, &retries):
 		case err != nil:
-			return n, x.wrap(op, op.syscall(), err)
+			return n, calls, x.wrap(op, op.syscall(), err)
 		case n < len(p) && x.stopped(m):
-			return n, x.cut(op, op.syscall())
+			return n, calls, x.cut(op, op.syscall())
 		}
 	}
-	return n, nil
+	return n, calls, nil
 }
 
 // stopped reports whether a transfer that moved m bytes, fewer than it
@@ -262,7 +279,15 @@ func (x *xfer) checkRW(op string, p []byte, off int64) error {
 }
 
 func (x *xfer) sync() error {
-	for retries := 0; ; {
+	t := x.begin(OpSync, 0, 0)
+	calls, err := x.syncRetrying()
+	x.end(t, x.syncPath(), OpSync, 0, err, calls-1)
+	return err
+}
+
+// syncRetrying is sync's work; calls is the fdatasyncs it made.
+func (x *xfer) syncRetrying() (calls int, _ error) {
+	for retries := 0; ; calls++ {
 		var err error
 		if f, ok := x.injectSync(); ok {
 			time.Sleep(f.Delay)
@@ -275,9 +300,9 @@ func (x *xfer) sync() error {
 		}
 		switch {
 		case err == nil:
-			return nil
+			return calls + 1, nil
 		case !transient(err, &retries):
-			return x.wrap(OpSync, OpSync.syscall(), err)
+			return calls + 1, x.wrap(OpSync, OpSync.syscall(), err)
 		}
 	}
 }

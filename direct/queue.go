@@ -32,6 +32,10 @@ func (o Op) names() (name, call, uring string) {
 		return "read", "pread", "io_uring read"
 	case OpSync:
 		return "fdatasync", "fdatasync", "io_uring fdatasync"
+	case OpTruncate:
+		return "truncate", "ftruncate", "ftruncate"
+	case OpSyncDir:
+		return "fsync-dir", "fsync", "fsync"
 	}
 	s := fmt.Sprintf("Op(%d)", uint8(o))
 	return s, s, s

@@ -100,5 +100,25 @@ func (f *File) splitRead(p []byte, off int64, n int, err error) (int, error) {
 		start = n // the page cache: the pieces need not be aligned
 	}
 	m, serr := ReadSectors(f.readAt, p[start:], off+int64(start), sector)
+	if bad := badSectors(serr, sector); bad > 0 {
+		f.sectorsBad(bad)
+	}
 	return start + m, serr
+}
+
+// badSectors counts the sectors of size sector that the *SectorErrors in
+// err (one, or several joined) name.
+func badSectors(err error, sector int) int {
+	if se, ok := err.(*SectorError); ok {
+		return (se.Len + sector - 1) / sector
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, e := range joined.Unwrap() {
+		n += badSectors(e, sector)
+	}
+	return n
 }

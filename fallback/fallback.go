@@ -126,8 +126,16 @@ func (f *file) NewQueue(o *direct.QueueOptions) (direct.Queue, error) {
 }
 
 // Open opens name with os.OpenFile's flag and perm, choosing the I/O path by
-// policy. The File reports the choice through Mode.
+// policy. The File reports the choice through Mode, and Stats counts it.
 func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
+	f, err := open(name, flag, perm, p)
+	if err == nil {
+		counted(f, p)
+	}
+	return f, err
+}
+
+func open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 	switch p {
 	case StdFS:
 		return openStd(name, flag, perm, "")
@@ -146,7 +154,11 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 	}
 	if err != nil {
 		if p == Auto && errors.Is(err, direct.ErrNotSupported) {
-			return openDontCache(name, flag, perm, rejection(name, err))
+			f, err := openDontCache(name, flag, perm, rejection(name, err))
+			if err == nil {
+				opens.noDirect.Add(1)
+			}
+			return f, err
 		}
 		return nil, err
 	}
@@ -155,6 +167,7 @@ func Open(name string, flag int, perm os.FileMode, p Policy) (File, error) {
 		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: "chosen by policy"}
 	} else if uerr := URingErrorAt(name); uerr != nil {
 		mode = Mode{Direct: true, Engine: direct.EnginePwrite, Reason: uerr.Error()}
+		countURing(uerr)
 	}
 	return &file{File: df, mode: mode}, nil
 }
@@ -187,6 +200,7 @@ func openDontCache(name string, flag int, perm os.FileMode, why string) (File, e
 		if why != "" {
 			reason = why + "; " + reason
 		}
+		opens.noDontCache.Add(1)
 		return &file{File: df, mode: Mode{Engine: direct.EnginePwrite, Reason: reason}}, nil
 	}
 	return &file{File: df.WithWriteFlags(rwfDontCache), mode: Mode{DontCache: true, Engine: direct.EnginePwrite, Reason: why}}, nil
@@ -201,11 +215,17 @@ func openDontCache(name string, flag int, perm os.FileMode, why string) (File, e
 // WithFaults panics rather than return a File that injects nothing.
 // Closing either File closes both.
 func WithFaults(f File, inj direct.Injector) File {
+	ff := own(f, "WithFaults")
+	return &file{File: ff.File.WithFaults(inj), mode: ff.mode}
+}
+
+// own returns f as Open made it, or panics naming the caller, what.
+func own(f File, what string) *file {
 	ff, ok := f.(*file)
 	if !ok {
-		panic(fmt.Sprintf("fallback: WithFaults of a %T, not a File from Open", f))
+		panic(fmt.Sprintf("fallback: %s of a %T, not a File from Open", what, f))
 	}
-	return &file{File: ff.File.WithFaults(inj), mode: ff.mode}
+	return ff
 }
 
 // probe reads the first block of a non-empty file: some filesystems accept

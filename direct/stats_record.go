@@ -1,0 +1,259 @@
+package direct
+
+import (
+	"errors"
+	"io"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// How the statistics are kept. The counters live in statShards copies
+// (shards), each a block of atomic counters for every path and
+// operation; every File (and every Meter) writes to one shard, chosen
+// round robin when it is opened, and the io_uring engine to its ring's,
+// so two cores recording at once rarely meet on a cache line, as they
+// would on one set of process-wide counters. Stats adds the shards up.
+// The shards are package state, the one place the process-wide
+// statistics can be: zero until an operation touches them, in memory
+// that is not committed until then.
+
+// statShards is the number of copies of the counters: more than the
+// cores that a service's I/O usually runs on at once.
+const statShards = 8
+
+// registry holds the process's counters.
+var registry [statShards]shard
+
+// nextShard picks shards round robin.
+var nextShard atomic.Uint32
+
+// pickShard returns the shard for a new File or Meter.
+func pickShard() uint8 { return uint8(nextShard.Add(1) % statShards) }
+
+// numOpKinds is the number of operations counted per path and per
+// Meter: OpWrite, OpRead, OpSync, OpTruncate, then OpSyncDir.
+const numOpKinds = 5
+
+// opKind indexes the counters of op.
+func opKind(op Op) int { return int(op) - int(OpWrite) }
+
+// shard is one copy of the process's counters.
+type shard struct {
+	ops           [NumPaths][numOpKinds - 1]opRec
+	dirSync       opRec
+	sectorErrors  atomic.Uint64
+	writerRetries atomic.Uint64
+	slow          atomic.Uint64
+	engine        engineRec
+	_             [64]byte // the next shard's counters start on a line of their own
+}
+
+// opRec counts one operation on one path of a shard. An operation adds
+// to three counters: bytes and the latency's sum, on one cache line,
+// and its latency's bucket. Ops is the latency's count and Errors the
+// errnos' sum, added up by Stats.
+type opRec struct {
+	bytes   atomic.Uint64
+	latency histRec
+	retries atomic.Uint64
+	asked   atomic.Uint64
+	errnos  [len(Errnos{}.n)]atomic.Uint64
+}
+
+// histRec is a Histogram being recorded.
+type histRec struct {
+	sum     atomic.Int64
+	buckets [HistogramBuckets]atomic.Uint64
+}
+
+func (h *histRec) add(ns int64) {
+	h.sum.Add(ns)
+	h.buckets[bucketOf(ns)].Add(1)
+}
+
+// addTo adds the histogram to s and returns its count.
+func (h *histRec) addTo(s *Histogram) uint64 {
+	var n uint64
+	for i := range h.buckets {
+		c := h.buckets[i].Load()
+		s.Counts[i] += c
+		n += c
+	}
+	s.Sum += time.Duration(h.sum.Load())
+	return n
+}
+
+// record counts an operation that moved n bytes in ns nanoseconds and
+// ended with err (nil, or an error; io.EOF is not one), having made
+// retries system calls again.
+func (r *opRec) record(n int, err error, ns int64, retries int) {
+	if n > 0 {
+		r.bytes.Add(uint64(n))
+	}
+	r.latency.add(ns)
+	if retries > 0 {
+		r.retries.Add(uint64(retries))
+	}
+	if err != nil {
+		r.errnos[errnoOf(err)].Add(1)
+	}
+}
+
+func (r *opRec) addTo(s *OpStats) {
+	s.Ops += r.latency.addTo(&s.Latency)
+	s.Retries += r.retries.Load()
+	s.Bytes += r.bytes.Load()
+	s.Asked += r.asked.Load()
+	for i := range r.errnos {
+		n := r.errnos[i].Load()
+		s.Errnos.n[i] += n
+		s.Errors += n
+	}
+}
+
+// errnoOf returns the slot of Errnos for err.
+func errnoOf(err error) int {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return errnoSlot(e)
+	}
+	return errnoNone
+}
+
+func (sh *shard) addTo(s *IOStats) {
+	for p := range sh.ops {
+		ps := &s.Paths[p]
+		sh.ops[p][opKind(OpRead)].addTo(&ps.Read)
+		sh.ops[p][opKind(OpWrite)].addTo(&ps.Write)
+		sh.ops[p][opKind(OpSync)].addTo(&ps.Sync)
+		sh.ops[p][opKind(OpTruncate)].addTo(&ps.Truncate)
+	}
+	sh.dirSync.addTo(&s.DirSync)
+	s.SectorErrors += sh.sectorErrors.Load()
+	s.WriterRetries += sh.writerRetries.Load()
+	s.Slow += sh.slow.Load()
+	sh.engine.addTo(&s.Engine)
+}
+
+// rec returns the counters of op on path p, OpSyncDir's whatever p.
+func (sh *shard) rec(p Path, op Op) *opRec {
+	if op == OpSyncDir {
+		return &sh.dirSync
+	}
+	return &sh.ops[p][opKind(op)]
+}
+
+// engineRec is a shard's EngineStats being recorded. The engines call
+// its methods: see docs/observing.md for where.
+type engineRec struct {
+	rings     atomic.Int64
+	inFlight  atomic.Int64
+	enters    atomic.Uint64
+	submitted atomic.Uint64
+	wakes     atomic.Uint64
+	reaped    atomic.Uint64
+	perEnter  [len(Batches{})]atomic.Uint64
+	perWake   [len(Batches{})]atomic.Uint64
+}
+
+// entered counts an io_uring_enter that submitted n requests (n > 0).
+func (e *engineRec) entered(n int) {
+	e.enters.Add(1)
+	e.submitted.Add(uint64(n))
+	e.perEnter[batchSlot(n)].Add(1)
+}
+
+// woke counts a reap that found n completions (n > 0).
+func (e *engineRec) woke(n int) {
+	e.wakes.Add(1)
+	e.reaped.Add(uint64(n))
+	e.perWake[batchSlot(n)].Add(1)
+}
+
+func (e *engineRec) addTo(s *EngineStats) {
+	s.Rings += e.rings.Load()
+	s.InFlight += e.inFlight.Load()
+	s.Enters += e.enters.Load()
+	s.Submitted += e.submitted.Load()
+	s.Wakes += e.wakes.Load()
+	s.Reaped += e.reaped.Load()
+	for i := range e.perEnter {
+		s.PerEnter[i] += e.perEnter[i].Load()
+		s.PerWake[i] += e.perWake[i].Load()
+	}
+}
+
+// epoch is the origin of the statistics' clock.
+var epoch = time.Now()
+
+// monotonic reads the monotonic clock, in nanoseconds since epoch: one
+// vDSO call (time.Since reads only the monotonic clock, where time.Now
+// reads the wall clock too).
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
+// A tick is an operation under way: when it started and, when its
+// file's Meter watches for slow I/O, the slot that shows it in flight.
+// Whoever runs the operation takes a tick with begin before it reaches
+// the kernel and gives it to end once it is over; an engine keeps it
+// with the request (uringOp.tick).
+type tick struct {
+	start int64
+	slot  int32 // in x.meter's watch; -1: not watched
+}
+
+// begin starts an operation of x's: op on n bytes at off.
+func (x *xfer) begin(op Op, off int64, n int) tick {
+	t := tick{start: monotonic(), slot: -1}
+	if m := x.meter; m != nil && m.watch != nil {
+		t.slot = m.watch.claim(op, off, n, x.f, t.start)
+	}
+	return t
+}
+
+// end records the operation t began, on path p, now: it moved n bytes,
+// ended with err and made retries system calls again.
+func (x *xfer) end(t tick, p Path, op Op, n int, err error, retries int) {
+	x.endAt(monotonic(), t, p, op, n, err, retries)
+}
+
+// endAt is end with the clock read by the caller, which can read it
+// once for a batch of completions.
+func (x *xfer) endAt(now int64, t tick, p Path, op Op, n int, err error, retries int) {
+	if err == io.EOF {
+		err = nil // the end of the file, not a failure
+	}
+	ns := now - t.start
+	registry[x.shard].rec(p, op).record(n, err, ns, retries)
+	if m := x.meter; m != nil {
+		m.record(op, n, err, ns, retries)
+		if t.slot >= 0 {
+			m.watch.release(t.slot)
+		}
+	}
+}
+
+// syncPath is the path of x's own system calls (and the pwrite
+// engine's): pwrite with O_DIRECT, else the page cache.
+func (x *xfer) syncPath() Path {
+	if x.direct {
+		return PathPwrite
+	}
+	return PathStdFS
+}
+
+// uringPath is the path of x's requests through io_uring.
+func (x *xfer) uringPath() Path {
+	if x.direct {
+		return PathURing
+	}
+	return PathStdFS
+}
+
+// sectorsBad counts n sectors a split read found unreadable.
+func (x *xfer) sectorsBad(n int) {
+	registry[x.shard].sectorErrors.Add(uint64(n))
+	if m := x.meter; m != nil {
+		m.sectorErrors.Add(uint64(n))
+	}
+}
