@@ -38,7 +38,9 @@ func newPwriteQueue(x xfer, depth int) *pwriteQueue {
 
 func (q *pwriteQueue) worker() {
 	for r := range q.work {
-		r.Done <- q.x.do(r)
+		c := q.x.do(r)
+		q.x.queued(-1)
+		r.Done <- c
 		q.mu.Lock()
 		q.pending--
 		if q.closed && q.pending == 0 {
@@ -76,6 +78,7 @@ func (q *pwriteQueue) Submit(r Request) error {
 		return ErrQueueClosed
 	}
 	q.pending++
+	q.x.queued(1)
 	q.work <- r
 	return nil
 }

@@ -203,13 +203,27 @@ type tick struct {
 }
 
 // begin starts an operation of x's: op on n bytes at off.
-func (x *xfer) begin(op Op, off int64, n int) tick {
-	t := tick{start: monotonic(), slot: -1}
+func (x *xfer) begin(op Op, off int64, n int) tick { return x.beginAt(monotonic(), op, off, n) }
+
+// beginAt is begin with the clock read by the caller, which can read it
+// once for a batch of requests.
+func (x *xfer) beginAt(now int64, op Op, off int64, n int) tick {
+	t := tick{start: now, slot: -1}
 	if m := x.meter; m != nil && m.watch != nil {
-		t.slot = m.watch.claim(op, off, n, x.f, t.start)
+		t.slot = m.watch.claim(op, off, n, x.f, now)
 	}
 	return t
 }
+
+// drop forgets the operation t began, which never reached the kernel.
+func (x *xfer) drop(t tick) {
+	if t.slot >= 0 {
+		x.meter.watch.release(t.slot)
+	}
+}
+
+// queued counts a request a queue accepted (+1) or delivered (-1).
+func (x *xfer) queued(d int64) { registry[x.shard].engine.inFlight.Add(d) }
 
 // end records the operation t began, on path p, now: it moved n bytes,
 // ended with err and made retries system calls again.

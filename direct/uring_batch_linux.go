@@ -73,13 +73,16 @@ func (q *uringQueue) submitChunk(rs []Request) (int, error) {
 	b := batches.Get().(*batch)
 	defer b.release()
 	b.u, b.ops, b.gens = u, slices.Grow(b.ops[:0], m)[:m], slices.Grow(b.gens[:0], m)[:m]
+	now := monotonic() // one clock read for the chunk
 	for k := range m {
 		i := u.free[len(u.free)-1]
 		u.free = u.free[:len(u.free)-1]
-		u.ops[i] = uringOp{q: q, req: rs[k]}
+		r := &rs[k]
+		u.ops[i] = uringOp{q: q, req: *r, tick: q.x.beginAt(now, r.Op, r.Off, len(r.Buf))}
 		b.ops[k] = i
 	}
 	q.pending += m
+	q.x.queued(int64(m))
 	if err := q.x.rc.Control(b.ctl); err != nil {
 		b.err = q.x.wrap(rs[0].Op, rs[0].Op.uringOp(), os.ErrClosed)
 	}
@@ -99,6 +102,8 @@ func (q *uringQueue) submitChunk(rs []Request) (int, error) {
 				b.err = u.ops[i].refused
 			}
 		}
+		q.x.drop(u.ops[i].tick)
+		q.x.queued(-1)
 		u.ops[i] = uringOp{}
 		u.free = append(u.free, i)
 		q.pending--

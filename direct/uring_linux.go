@@ -131,6 +131,8 @@ type ring struct {
 	prc  syscall.RawConn // file's, when the poller took fd: wait parks on it
 
 	testEnter func(toSubmit, minComplete, flags uint32) (int, syscall.Errno) // test hook: called instead of io_uring_enter
+
+	eng *engineRec // counts the enters that submit; nil: none counted
 }
 
 func setup(entries uint32, p *uringParams) (int, error) {
@@ -347,6 +349,7 @@ func (r *ring) submit(seq uint32) (int, error) {
 		switch {
 		case errno == 0 && n > 0:
 			total += n
+			r.entered(n)
 		case errno == 0 && r.consumed(seq):
 			// Another submitter's call took it.
 		case (errno == 0 || errno == unix.EINTR || errno == unix.EAGAIN) && retries < maxRetries:
@@ -358,6 +361,13 @@ func (r *ring) submit(seq uint32) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// entered counts an io_uring_enter that submitted n SQEs.
+func (r *ring) entered(n int) {
+	if r.eng != nil {
+		r.eng.entered(n)
+	}
 }
 
 // consumed reports whether the SQE pushed as the seq-th (r.pushed after

@@ -157,6 +157,7 @@ func (u *uring) ownTurn(retries *int, idle *bool) bool {
 	u.mu.Lock()
 	u.ownerIn = false
 	if n > 0 {
+		u.r.entered(n)
 		u.count(n)
 		*retries = 0
 	}

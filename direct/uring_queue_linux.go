@@ -117,9 +117,12 @@ func (q *uringQueue) Submit(r Request) error {
 	}
 	i := u.free[len(u.free)-1]
 	u.free = u.free[:len(u.free)-1]
-	u.ops[i] = uringOp{q: q, req: r}
+	u.ops[i] = uringOp{q: q, req: r, tick: q.x.begin(r.Op, r.Off, len(r.Buf))}
 	q.pending++
+	q.x.queued(1)
 	if err := u.start(i); err != nil {
+		q.x.drop(u.ops[i].tick)
+		q.x.queued(-1)
 		u.ops[i] = uringOp{}
 		u.free = append(u.free, i)
 		q.pending--

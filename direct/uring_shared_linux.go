@@ -210,6 +210,8 @@ type uring struct {
 	kickAfter time.Duration // kickWindow, or what a test sets
 	testFail  func() error  // test hook: called instead of waiting in the kernel
 	testOwner bool          // test hook: an owner whenever an Await takes the seat
+
+	eng *engineRec // the statistics of the ring's own shard: enters, reaps, rings
 }
 
 var errSQFull = errors.New("direct: io_uring submission queue full")
@@ -228,9 +230,11 @@ const (
 type uringOp struct {
 	q       *uringQueue
 	req     Request
+	tick    tick // its start, for the statistics and the slow watch
 	state   uint8
 	done    int
 	retries int
+	resumed int // resubmissions of a short transfer's rest
 	refused error // its SQE was withdrawn, not consumed: why (its submitter handles it)
 	handed  bool  // its SQE was left to the owner: no submitter waits for it (see own)
 }
@@ -254,6 +258,9 @@ func newURing() (*uring, error) {
 	}
 	u.wake.L = &u.mu
 	u.ctl = u.push
+	u.eng = &registry[pickShard()].engine
+	u.r.eng = u.eng
+	u.eng.rings.Add(1)
 	for i := range u.free {
 		u.free[i] = uint32(ops - 1 - i)
 	}
@@ -533,11 +540,18 @@ const reapBatch = 64
 func (u *uring) reapAll() {
 	var buf [reapBatch]cqe
 	var fin [reapBatch]finished
+	reaped := 0
+	defer func() {
+		if reaped > 0 {
+			u.eng.woke(reaped)
+		}
+	}()
 	for {
 		n := u.r.take(buf[:])
 		if n == 0 {
 			return
 		}
+		reaped += n
 		u.mu.Lock()
 		u.inKernel -= n
 		u.lastCQE = time.Since(u.born)
@@ -645,21 +659,29 @@ func (u *uring) deliverAll(fin []finished) {
 		return
 	}
 	var out [reapBatch]struct {
-		c    Completion
-		done chan<- Completion
-		q    *uringQueue
+		c       Completion
+		done    chan<- Completion
+		q       *uringQueue
+		tick    tick
+		retries int
 	}
 	u.mu.Lock()
 	for k, f := range fin {
 		op := &u.ops[f.i]
 		out[k].c = Completion{Token: op.req.Token, Op: op.req.Op, N: op.done, Err: f.err}
 		out[k].done, out[k].q = op.req.Done, op.q
+		out[k].tick, out[k].retries = op.tick, op.retries+op.resumed
 		*op = uringOp{} // drop the buffer reference
 		u.free = append(u.free, f.i)
 	}
 	u.mu.Unlock()
+	now := monotonic() // one clock read for the batch
 	for k := range fin {
-		out[k].done <- out[k].c // Done has room by contract
+		o := &out[k]
+		x := &o.q.x
+		x.endAt(now, o.tick, x.uringPath(), o.c.Op, o.c.N, o.c.Err, o.retries)
+		x.queued(-1)
+		o.done <- o.c // Done has room by contract
 	}
 	u.mu.Lock()
 	for k := range fin {
@@ -691,6 +713,7 @@ func (op *uringOp) outcome(res int32) (err error, again bool) {
 	case x.stopped(int(res)): // op.done was aligned before res
 		return x.cut(op.req.Op, op.req.Op.uringOp()), false
 	}
+	op.resumed++
 	return nil, true
 }
 
@@ -703,10 +726,13 @@ func (u *uring) deliver(i uint32, err error, late bool) {
 	op := &u.ops[i]
 	c := Completion{Token: op.req.Token, Op: op.req.Op, N: op.done, Err: err}
 	done, q := op.req.Done, op.q
+	t, retries := op.tick, op.retries+op.resumed
 	*op = uringOp{} // drop the buffer reference
 	u.free = append(u.free, i)
 	u.mu.Unlock()
 
+	q.x.end(t, q.x.uringPath(), c.Op, c.N, c.Err, retries)
+	q.x.queued(-1)
 	done <- c // Done has room by contract
 
 	u.mu.Lock()
@@ -771,6 +797,7 @@ func (u *uring) drain(cause error) {
 	u.smu.Lock()
 	u.r.unmap()
 	u.smu.Unlock()
+	u.eng.rings.Add(-1)
 	// The eventfd stays open, as the ring's memory stays allocated: a
 	// submitter that read u.efd under mu may still write to it, and a
 	// number closed here could be another file's by then.
