@@ -117,8 +117,9 @@ func NewMeter(o *MeterOptions) (*Meter, error) {
 
 // Close stops reporting slow operations: no Report starts after Close
 // returns (one already running finishes). The counts stay readable.
+// Close, Asked, WriterRetried and Stats do nothing on a nil Meter.
 func (m *Meter) Close() {
-	if m.watch != nil {
+	if m != nil && m.watch != nil {
 		m.watch.closed.Store(true)
 	}
 }
@@ -144,6 +145,9 @@ func (f *File) WithMeter(m *Meter) *File {
 // read or written (op OpRead or OpWrite), in the meter and in the
 // process's OpStats.Asked of the path of the File last attached.
 func (m *Meter) Asked(op Op, n int) {
+	if m == nil {
+		return
+	}
 	r := &m.ops[opKind(op)]
 	r.calls.Add(1)
 	r.asked.Add(uint64(n))
@@ -160,6 +164,9 @@ func (m *Meter) UsePath(p Path) { m.path.Store(int32(p)) }
 // WriterRetried counts a write or fdatasync the meter's owner made
 // again after a failure it survives (ENOSPC, EDQUOT, EIO).
 func (m *Meter) WriterRetried() {
+	if m == nil {
+		return
+	}
 	m.writerRetries.Add(1)
 	registry[m.shard].writerRetries.Add(1)
 }
@@ -200,9 +207,12 @@ type Counts struct {
 	Calls, Asked uint64
 }
 
-// Stats returns the meter's counts.
+// Stats returns the meter's counts; a nil Meter's are zero.
 func (m *Meter) Stats() MeterStats {
 	var s MeterStats
+	if m == nil {
+		return s
+	}
 	for op, c := range s.all() {
 		r := &m.ops[opKind(op)]
 		*c = Counts{Ops: r.ops.Load(), Errors: r.errors.Load(), Retries: r.retries.Load(), Bytes: r.bytes.Load(), Calls: r.calls.Load(), Asked: r.asked.Load()}

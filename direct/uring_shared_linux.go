@@ -234,7 +234,7 @@ type uringOp struct {
 	state   uint8
 	done    int
 	retries int
-	resumed int // resubmissions of a short transfer's rest
+	resumed int   // resubmissions of a short transfer's rest
 	refused error // its SQE was withdrawn, not consumed: why (its submitter handles it)
 	handed  bool  // its SQE was left to the owner: no submitter waits for it (see own)
 }

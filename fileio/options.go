@@ -83,7 +83,21 @@ type Options struct {
 	// returning it. nil: the failure is returned, and the Writer keeps
 	// every byte it acknowledged for a later Sync to write again.
 	Retry *RetryPolicy
+
+	// Slow, when set, reports a Writer's or Reader's read, write,
+	// fdatasync or truncate still in flight past Slow.Threshold, once
+	// per operation, on a goroutine of its own, never delaying the I/O
+	// (as Pebble's vfs.WithDiskHealthChecks does). nil costs nothing.
+	Slow *SlowPolicy
 }
+
+// SlowPolicy is Options.Slow: Report is called once for an I/O still in
+// flight past Threshold (see direct.SlowPolicy).
+type SlowPolicy = direct.SlowPolicy
+
+// SlowIO is what SlowPolicy.Report is told: the file, operation, offset,
+// length and time in flight so far.
+type SlowIO = direct.SlowIO
 
 // MaxBufferSize, 256 MiB, is the largest Options.BufferSize (and Pool
 // buffer size) Create, OpenAppend and Open take; a larger one gives
@@ -128,5 +142,5 @@ func (o Options) validate() error {
 // appender returns the appender's Options o makes.
 func (o Options) appender() appender.Options {
 	return appender.Options{BufferSize: o.BufferSize, Buffers: o.Buffers, Pool: o.Pool, NoSync: o.NoSync, Context: o.Context, Retry: o.Retry,
-		IO: o.IO, Faults: o.Faults, NoDirSync: o.NoDirSync}
+		IO: o.IO, Faults: o.Faults, NoDirSync: o.NoDirSync, Slow: o.Slow}
 }

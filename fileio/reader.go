@@ -48,7 +48,7 @@ func Open(path string, o *Options) (*Reader, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	c, err := reader.Open(path, reader.Options{Name: "fileio", IO: opts.IO, Faults: opts.Faults, Size: opts.Size,
+	c, err := reader.Open(path, reader.Options{Name: "fileio", IO: opts.IO, Faults: opts.Faults, Size: opts.Size, Slow: opts.Slow,
 		Closed: ErrClosed, Invalid: ErrInvalidOptions, Offset: ErrOffset})
 	if err != nil {
 		return nil, err

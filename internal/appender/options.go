@@ -83,6 +83,8 @@ func (o Options) Validate() error {
 		return invalid("Buffers is %d, at most %d", o.Buffers, MaxBuffers)
 	case o.MaxWrite < 0:
 		return invalid("MaxWrite is %d", o.MaxWrite)
+	case o.Slow != nil && o.Slow.Check() != nil:
+		return invalid("Slow: %v", o.Slow.Check())
 	case size > math.MaxInt/2/max(o.Buffers, DefaultBuffers):
 		// Half, for rounding the buffer size up to an alignment.
 		return invalid("%d buffers of %d bytes do not fit in memory", o.Buffers, o.BufferSize)

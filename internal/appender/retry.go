@@ -118,6 +118,9 @@ func (a *Appender) rewrite() error {
 	n, err := direct.SubmitBatch(a.q, rs)
 	for _, r := range rs[:n] {
 		i := int(r.Token)
+		if a.slots[i].state == lost {
+			a.meter.WriterRetried()
+		}
 		a.submitted(i, i+1, r)
 	}
 	if err != nil {
@@ -178,6 +181,7 @@ func (a *Appender) syncFailed(err error) error {
 	if !retryable(err) {
 		return a.fatal(err)
 	}
+	a.resync = true
 	lo := a.size
 	for i := range a.slots {
 		if s := &a.slots[i]; s.n > 0 {

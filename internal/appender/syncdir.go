@@ -1,20 +1,8 @@
-//go:build !windows
-
 package appender
 
-import "os"
+import "github.com/dio-storage/dio/direct"
 
-// SyncDir fsyncs the directory dir, making the names in it durable: a new
-// file's name is not made durable by the file's own fdatasync on every
-// filesystem (ext4 without a journal, for one).
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// SyncDir fsyncs the directory dir, making the names in it durable, as
+// direct.SyncDir does (counted process wide; a file Create opens counts
+// its own in its Meter).
+func SyncDir(dir string) error { return direct.SyncDir(dir, nil) }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
 )
 
 // ReadAt reads len(p) bytes at off, as io.ReaderAt and os.File do: a
@@ -33,6 +34,7 @@ func (r *Reader) ReadAtHeld(p []byte, off int64) (int, error) {
 	case off >= r.size:
 		return 0, io.EOF
 	}
+	r.meter.Asked(direct.OpRead, len(p))
 	want, atEnd := p, false
 	if rest := r.size - off; int64(len(p)) > rest {
 		want, atEnd = p[:rest], true

@@ -75,10 +75,11 @@ const (
 
 // Options configure Open and New.
 type Options struct {
-	Name   string          // the face's package, which begins every error message ("fileio")
-	IO     fallback.Policy // Open: the I/O path; default Auto
-	Faults direct.Injector // Open: failures planted under the file (a faults.Plan), for tests
-	Size   int64           // Open: the logical size to read up to; 0: the file's size
+	Name   string             // the face's package, which begins every error message ("fileio")
+	IO     fallback.Policy    // Open: the I/O path; default Auto
+	Faults direct.Injector    // Open: failures planted under the file (a faults.Plan), for tests
+	Size   int64              // Open: the logical size to read up to; 0: the file's size
+	Slow   *direct.SlowPolicy // Open: report the file's reads in flight past a threshold (see direct.Meter)
 
 	// The face's sentinels: Closed for calls after Close, Invalid for a
 	// Size past the file's end, Offset for a negative offset.
@@ -110,6 +111,8 @@ type Reader struct {
 	closed   error
 	offsetEr error
 
+	meter *direct.Meter // Open's: the file's counts and the callers' asks; nil after New
+
 	small *Pool // SmallRead bytes
 	large *Pool // LargeRead plus a block
 	busy  atomic.Int32
@@ -137,13 +140,25 @@ type queueRef struct{ q direct.Queue }
 // gone: Open fails with an error matching both o.Invalid and
 // io.ErrUnexpectedEOF.
 func Open(path string, o Options) (*Reader, error) {
+	m, err := direct.NewMeter(&direct.MeterOptions{Slow: o.Slow})
+	if err != nil {
+		return nil, fmt.Errorf("%w: Slow: %w", o.Invalid, err)
+	}
 	f, err := fallback.Open(path, os.O_RDONLY, 0, o.IO)
 	if err != nil {
+		m.Close()
 		return nil, err
 	}
 	if o.Faults != nil {
 		f = fallback.WithFaults(f, o.Faults)
 	}
+	f = fallback.WithMeter(f, m)
+	ok := false
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -167,8 +182,13 @@ func Open(path string, o Options) (*Reader, error) {
 		return nil, err
 	}
 	r.bounded = o.Size > 0
+	r.meter, ok = m, true
 	return r, nil
 }
+
+// Stats returns the counts of the file's I/O and of the bytes ReadAt's
+// callers asked for (zero for a Reader New made).
+func (r *Reader) Stats() direct.MeterStats { return r.meter.Stats() }
 
 // New returns a Reader over f, an open file that Close closes, reading up
 // to size. Pools in o that do not fit f give an error matching o.Invalid.
@@ -384,5 +404,6 @@ func (r *Reader) Close() error {
 		r.small.Close()
 		r.large.Close()
 	}
+	r.meter.Close()
 	return r.f.Close()
 }
