@@ -42,7 +42,7 @@ func TestReadersSharePool(t *testing.T) {
 	require.Zero(t, pool.Stats().Allocated, "nothing read yet")
 
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(2*time.Second)
+	deadline := time.Now().Add(2 * time.Second)
 	for g := range 8 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 31))
