@@ -6,25 +6,66 @@ import (
 	"github.com/dio-storage/dio/fallback"
 )
 
+// Default budgets. Pebble's block cache and memtables are Pebble's own
+// (pebble.Options.Cache, MemTableSize); these are what pebblefs holds
+// beside them.
+const (
+	// DefaultMemory is Options.Memory's default: the aligned memory every
+	// open file shares, writers' and readers' buffers and compaction
+	// read-ahead, whatever the number of files Pebble keeps open (a
+	// thousand sstables by default).
+	DefaultMemory = 16 << 20
+
+	// DefaultFreshFiles is Options.FreshFiles's default: enough to keep a
+	// few flushes' and compactions' output (Pebble's L0 files are 2 MiB,
+	// its memtables 4 MiB by default) until the compactions that read
+	// them next have run, and to serve a store that fits in it without
+	// the device, as the page cache would.
+	DefaultFreshFiles = 64 << 20
+)
+
 // Options configures an FS. The zero value (or a nil *Options) is
-// fileio's defaults: O_DIRECT where the filesystem takes it, std-fs where
-// it does not.
+// fileio's defaults with pebblefs's budgets: O_DIRECT where the
+// filesystem takes it, std-fs where it does not, DefaultMemory for the
+// files' buffers, DefaultFreshFiles for fresh files.
 type Options struct {
 	// IO is the I/O policy of every file: fallback.Auto (the default)
 	// tries O_DIRECT and degrades to std-fs on filesystems that refuse it,
 	// fallback.Direct never degrades, fallback.StdFS uses the page cache.
 	IO fallback.Policy
-	// BufferSize and Buffers size each writer's aligned buffers, as in
-	// fileio.Options (zero: fileio's defaults).
+	// BufferSize is the size of the buffers writers and readers take
+	// from the budget (zero: 64 KiB); Buffers is the most one writer
+	// holds (zero: fileio's default with a shared pool, 4).
 	BufferSize int
 	Buffers    int
-	// Pool, if set, is one budget of aligned buffers that every file's
-	// writes draw from.
+	// Memory is the budget of aligned memory that every file Pebble has
+	// open shares: half of it a pool of buffers for writes and reads
+	// (readers hold none between reads), half read-ahead for the files
+	// Pebble reads in order (compactions). Zero: DefaultMemory. A read
+	// that finds the pool spent gets a buffer for itself until it
+	// returns, and a sequential file that finds the read-ahead spent
+	// reads ahead less, or not at all: the budget does not grow with the
+	// number of open files.
+	Memory int64
+	// Pool, if set, is the pool of buffers every file's writes and reads
+	// draw from, in place of the one Memory makes (the read-ahead is
+	// still half of Memory).
 	Pool *aligned.Pool
 	// ReadAhead is how far a file opened with vfs.SequentialReadsOption
-	// (a compaction's input, a checkpoint's copy) reads ahead of Pebble;
-	// zero: fileio.DefaultReadAhead, 2 MiB.
+	// (a compaction's input, a checkpoint's copy) reads ahead of Pebble,
+	// while Memory's read-ahead lasts; zero: fileio.DefaultReadAhead,
+	// 2 MiB.
 	ReadAhead int
+	// FreshFiles is the budget of fresh files: the sstables and blob
+	// files Pebble writes are kept in aligned memory as they are
+	// written, and their reads served from it, until the file is
+	// removed or renamed, or the budget is needed for newer ones (the
+	// least recently read go first). It is the VFS's version of RocksDB's
+	// prepopulate_block_cache: compactions read what flushes and
+	// compactions just wrote without going to the device, and a store
+	// smaller than the budget is read from memory as vfs.Default's page
+	// cache would serve it. Zero: DefaultFreshFiles; negative: none.
+	FreshFiles int64
 	// Faults, for tests, injects I/O errors into every file's reads,
 	// writes and fdatasyncs (see package faults), as Pebble's errorfs
 	// does above the vfs.FS.
