@@ -53,7 +53,7 @@ func newFS(o *Options) *FS {
 	}
 	fresh := fs.o.FreshFiles
 	if fresh == 0 {
-		fresh = DefaultFreshFiles
+		fresh = DefaultFreshFiles()
 	}
 	fs.fresh = newFreshFiles(fresh)
 	return fs

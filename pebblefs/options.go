@@ -16,18 +16,23 @@ const (
 	// thousand sstables by default).
 	DefaultMemory = 16 << 20
 
-	// DefaultFreshFiles is Options.FreshFiles's default: enough to keep a
-	// few flushes' and compactions' output (Pebble's L0 files are 2 MiB,
-	// its memtables 4 MiB by default) until the compactions that read
-	// them next have run, and to serve a store that fits in it without
-	// the device, as the page cache would.
-	DefaultFreshFiles = 64 << 20
+	// FreshFilesShare is the share of the process's memory (its memory
+	// cgroup's limit, else the machine's) that Options.FreshFiles takes
+	// by default, between MinFreshFiles and MaxFreshFiles: fresh files
+	// stand in for the page cache that would otherwise hold what Pebble
+	// just wrote, so that a store that fits in memory is read from
+	// memory with nothing set, and compactions read their inputs without
+	// the device. A sixteenth: 16 MiB of a 256 MiB container, 1 GiB on
+	// a 16 GiB machine.
+	FreshFilesShare = 16
+	MinFreshFiles   = 8 << 20
+	MaxFreshFiles   = 1 << 30
 )
 
 // Options configures an FS. The zero value (or a nil *Options) is
 // fileio's defaults with pebblefs's budgets: O_DIRECT where the
 // filesystem takes it, std-fs where it does not, DefaultMemory for the
-// files' buffers, DefaultFreshFiles for fresh files.
+// files' buffers, DefaultFreshFiles() for fresh files.
 type Options struct {
 	// IO is the I/O policy of every file: fallback.Auto (the default)
 	// tries O_DIRECT and degrades to std-fs on filesystems that refuse it,
@@ -64,10 +69,18 @@ type Options struct {
 	// prepopulate_block_cache: compactions read what flushes and
 	// compactions just wrote without going to the device, and a store
 	// smaller than the budget is read from memory as vfs.Default's page
-	// cache would serve it. Zero: DefaultFreshFiles; negative: none.
+	// cache would serve it. Zero: DefaultFreshFiles(); negative: none.
 	FreshFiles int64
 	// Faults, for tests, injects I/O errors into every file's reads,
 	// writes and fdatasyncs (see package faults), as Pebble's errorfs
 	// does above the vfs.FS.
 	Faults direct.Injector
+}
+
+// DefaultFreshFiles returns Options.FreshFiles's default: a
+// FreshFilesShare-th of the memory this process may use (its memory
+// cgroup's limit, else the machine's memory), between MinFreshFiles
+// and MaxFreshFiles.
+func DefaultFreshFiles() int64 {
+	return min(max(memoryLimit()/FreshFilesShare, MinFreshFiles), MaxFreshFiles)
 }

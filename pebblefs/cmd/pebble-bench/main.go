@@ -72,6 +72,13 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "oneliner" {
+		if err := onelinerMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pebble-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "pressure" {
 		if err := pressureMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "pebble-bench:", err)
