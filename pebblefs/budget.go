@@ -32,18 +32,32 @@ func (b *aheadBudget) take(want int) (int, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ra := want; ra >= minReadAhead; ra /= 2 {
-		cost := aheadCost(ra)
-		if b.used+cost <= b.limit {
-			b.used += cost
-			var once sync.Once
-			return ra, func() {
-				once.Do(func() {
-					b.mu.Lock()
-					b.used -= cost
-					b.mu.Unlock()
-				})
-			}
+		if put := b.reserveLocked(aheadCost(ra)); put != nil {
+			return ra, put
 		}
 	}
 	return 0, nil
+}
+
+// reserve reserves n bytes (a Prefetch's) and returns the function that
+// gives them back, or nil when the budget does not hold them.
+func (b *aheadBudget) reserve(n int64) func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reserveLocked(n)
+}
+
+func (b *aheadBudget) reserveLocked(n int64) func() {
+	if b.used+n > b.limit {
+		return nil
+	}
+	b.used += n
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.used -= n
+			b.mu.Unlock()
+		})
+	}
 }

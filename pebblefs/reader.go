@@ -30,6 +30,8 @@ type readFile struct {
 	// lasts.
 	fresh *freshFile
 
+	pre prefetcher // Prefetch's read ahead
+
 	// mu guards r and size: readers share it, a catch-up that reopens r
 	// over a longer prefix takes it alone.
 	mu   sync.RWMutex
@@ -149,6 +151,12 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return len(want), nil
 	}
+	if f.fromPrefetch(want, off) {
+		if len(want) < len(p) {
+			return len(want), io.EOF
+		}
+		return len(want), nil
+	}
 	n, err := f.r.ReadAt(want, off)
 	if err == nil && n < len(p) {
 		err = io.EOF
@@ -201,10 +209,6 @@ func (f *readFile) Fd() uintptr {
 	return f.r.Fd()
 }
 
-// Prefetch does nothing yet: readahead(2) would fill the page cache dio
-// keeps out of, and Pebble switches a handle that keeps reading in order
-// to one opened with vfs.SequentialReadsOption, which reads ahead.
-func (f *readFile) Prefetch(int64, int64) error { return nil }
 
 // Preallocate does nothing on a file open for reading.
 func (f *readFile) Preallocate(int64, int64) error { return nil }
@@ -233,6 +237,7 @@ func (f *readFile) Close() error {
 	if f.closed.Swap(true) {
 		return fs.ErrClosed
 	}
+	f.pre.close() // before f.mu: its read holds f.mu shared
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.r == nil {

@@ -20,6 +20,16 @@ type result struct {
 	OpsPerSec      float64 `json:"ops_s"`
 	P50us          float64 `json:"p50_us"`
 	P99us          float64 `json:"p99_us"`
+	P999us         float64 `json:"p999_us"`
+	ReadP50us      float64 `json:"read_p50_us,omitempty"` // Gets (and scans, in E)
+	ReadP99us      float64 `json:"read_p99_us,omitempty"`
+	ReadP999us     float64 `json:"read_p999_us,omitempty"`
+	UpdateP50us    float64 `json:"update_p50_us,omitempty"` // Sets (updates and inserts)
+	UpdateP99us    float64 `json:"update_p99_us,omitempty"`
+	UpdateP999us   float64 `json:"update_p999_us,omitempty"`
+	DeviceReadB    float64 `json:"device_read_bytes_per_op"`  // the process's storage reads (/proc/self/io), per op
+	DeviceWriteB   float64 `json:"device_write_bytes_per_op"` // and writes
+	CPUus          float64 `json:"cpu_us_per_op"`
 	PeakBytes      int64   `json:"memory_peak_bytes"`
 	PageCacheBytes int64   `json:"page_cache_bytes"`
 	StallSeconds   float64 `json:"write_stall_s"` // Pebble's write stalls, summed
@@ -60,10 +70,11 @@ type bench struct {
 func (b *bench) run(name string, ops int) (result, error) {
 	w := workloads[name]
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		lats []time.Duration
-		err  error
+		wg            sync.WaitGroup
+		mu            sync.Mutex
+		lats          []time.Duration
+		reads, writes []time.Duration
+		err           error
 	)
 	start := time.Now()
 	for t := range b.threads {
@@ -74,6 +85,7 @@ func (b *bench) run(name string, ops int) (result, error) {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(t), uint64(start.UnixNano())))
 			mine := make([]time.Duration, 0, n)
+			var myReads, myWrites []time.Duration
 			val := make([]byte, b.value+64)
 			for i := range val {
 				val[i] = byte(r.Uint32())
@@ -103,7 +115,13 @@ func (b *bench) run(name string, ops int) (result, error) {
 					off := r.IntN(64)
 					e = b.db.Set(key, val[off:off+b.value], pebble.NoSync)
 				}
-				mine = append(mine, time.Since(t0))
+				lat := time.Since(t0)
+				mine = append(mine, lat)
+				if op < w.read || (op >= w.read+w.update && op < w.read+w.update+w.scan) {
+					myReads = append(myReads, lat)
+				} else {
+					myWrites = append(myWrites, lat)
+				}
 				if e != nil {
 					mu.Lock()
 					err = e
@@ -113,6 +131,8 @@ func (b *bench) run(name string, ops int) (result, error) {
 			}
 			mu.Lock()
 			lats = append(lats, mine...)
+			reads = append(reads, myReads...)
+			writes = append(writes, myWrites...)
 			mu.Unlock()
 		})
 	}
@@ -121,20 +141,29 @@ func (b *bench) run(name string, ops int) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
-	slices.Sort(lats)
-	pct := func(p float64) float64 {
-		if len(lats) == 0 {
+	for _, l := range [][]time.Duration{lats, reads, writes} {
+		slices.Sort(l)
+	}
+	pct := func(l []time.Duration, p float64) float64 {
+		if len(l) == 0 {
 			return 0
 		}
-		return float64(lats[int(p*float64(len(lats)-1))]) / 1e3
+		return float64(l[int(p*float64(len(l)-1))]) / 1e3
 	}
 	return result{
-		Workload:  name,
-		Ops:       len(lats),
-		Seconds:   elapsed.Seconds(),
-		OpsPerSec: float64(len(lats)) / elapsed.Seconds(),
-		P50us:     pct(0.50),
-		P99us:     pct(0.99),
+		Workload:     name,
+		Ops:          len(lats),
+		Seconds:      elapsed.Seconds(),
+		OpsPerSec:    float64(len(lats)) / elapsed.Seconds(),
+		P50us:        pct(lats, 0.50),
+		P99us:        pct(lats, 0.99),
+		P999us:       pct(lats, 0.999),
+		ReadP50us:    pct(reads, 0.50),
+		ReadP99us:    pct(reads, 0.99),
+		ReadP999us:   pct(reads, 0.999),
+		UpdateP50us:  pct(writes, 0.50),
+		UpdateP99us:  pct(writes, 0.99),
+		UpdateP999us: pct(writes, 0.999),
 	}, nil
 }
 
