@@ -209,7 +209,6 @@ func (f *readFile) Fd() uintptr {
 	return f.r.Fd()
 }
 
-
 // Preallocate does nothing on a file open for reading.
 func (f *readFile) Preallocate(int64, int64) error { return nil }
 
