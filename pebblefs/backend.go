@@ -54,14 +54,13 @@ func (fs *FS) newWriter(name string) (fileWriter, error) {
 }
 
 // newReader opens name to read its first size bytes (0: the whole file),
-// with read-ahead when seq and the budget's read-ahead holds some.
+// with read-ahead when seq, as much as the budget's read-ahead holds.
 func (fs *FS) newReader(name string, size int64, seq bool) (fileReader, error) {
 	o := fs.fileOptions()
 	o.Size = size
 	var release func()
 	if seq {
-		o.ReadAhead, release = fs.ahead.take(cmp.Or(fs.o.ReadAhead, fileio.DefaultReadAhead))
-		seq = release != nil
+		o.ReadAhead, release = fs.ahead.take(cmp.Or(fs.o.ReadAhead, seqReadAhead))
 	}
 	r, err := fileio.Open(name, o)
 	if err != nil || !seq {

@@ -17,8 +17,8 @@
 // through a fileio.Reader, concurrent at any offset and length (an
 // sstable's block with its 5-byte trailer); a handle opened with
 // vfs.SequentialReadsOption, as Pebble opens a compaction's inputs, reads
-// through a fileio.Sequential, which keeps up to Options.ReadAhead (2
-// MiB) in flight ahead of it, where vfs.Default would ask the kernel for
+// through a fileio.Sequential, which keeps up to Options.ReadAhead (512
+// KiB while the budget lasts) in flight ahead of it, where vfs.Default would ask the kernel for
 // read-ahead into the page cache with FADV_SEQUENTIAL; a fresh file
 // (below) is read from memory instead.
 //
@@ -38,9 +38,9 @@
 // of its own, neither growing with the number of files Pebble keeps
 // open (a thousand by default):
 //
-//   - Options.Memory (DefaultMemory, 16 MiB): half a pool of aligned
+//   - Options.Memory (DefaultMemory, 24 MiB): a third a pool of aligned
 //     buffers that every writer fills and every read goes through
-//     (readers hold none between reads), half the read-ahead of
+//     (readers hold none between reads), the rest the read-ahead of
 //     compactions and Prefetch. Before it, each open sstable kept 148
 //     KiB of read buffers of its own: 87 MiB for 600 open files, the
 //     ~150 MB that OOM-killed Pebble in a 256 MiB cgroup (issue 31).
@@ -107,8 +107,8 @@
 //     fill the page cache); the ReadAt that follows inside it waits for
 //     it and copies from it. Pebble's iterators call it on a file they
 //     read in order (64 KiB growing to 256 KiB), then move to a
-//     SequentialReadsOption handle, which reads ahead in reads growing
-//     to 512 KiB, ReadAhead (2 MiB) in flight, while the budget lasts.
+//     SequentialReadsOption handle, which reads ahead: ReadAhead (512
+//     KiB) in flight while the budget lasts, 64 KiB when it is spent.
 //   - Fd is the real descriptor, opened with O_DIRECT.
 //   - A file still being written here can be opened and read (Pebble's
 //     checkpoints copy the live MANIFEST and WAL): a read past what the

@@ -42,14 +42,15 @@ func newFS(o *Options) *FS {
 	if mem <= 0 {
 		mem = DefaultMemory
 	}
-	fs.ahead.limit = mem / 2
+	poolBytes := mem / 3
+	fs.ahead.limit = mem - poolBytes
 	fs.pool = fs.o.Pool
 	if fs.pool == nil {
 		size := aligned.Up(cmp.Or(fs.o.BufferSize, aligned.DefaultBufferSize), poolAlign)
 		// An error here (a BufferSize over the budget, an absurd one)
 		// leaves each file its own buffers, and fileio refuses an absurd
 		// BufferSize when Pebble creates a file.
-		fs.pool, _ = aligned.NewPool(size, poolAlign, int(max(mem/2, int64(size))))
+		fs.pool, _ = aligned.NewPool(size, poolAlign, int(max(poolBytes, int64(size))))
 	}
 	fresh := fs.o.FreshFiles
 	if fresh == 0 {

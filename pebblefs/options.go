@@ -11,10 +11,10 @@ import (
 // beside them.
 const (
 	// DefaultMemory is Options.Memory's default: the aligned memory every
-	// open file shares, writers' and readers' buffers and compaction
-	// read-ahead, whatever the number of files Pebble keeps open (a
-	// thousand sstables by default).
-	DefaultMemory = 16 << 20
+	// open file shares, writers' and readers' buffers (8 MiB) and
+	// compaction read-ahead (16 MiB), whatever the number of files
+	// Pebble keeps open (a thousand sstables by default).
+	DefaultMemory = 24 << 20
 
 	// FreshFilesShare is the share of the process's memory (its memory
 	// cgroup's limit, else the machine's) that Options.FreshFiles takes
@@ -44,22 +44,23 @@ type Options struct {
 	BufferSize int
 	Buffers    int
 	// Memory is the budget of aligned memory that every file Pebble has
-	// open shares: half of it a pool of buffers for writes and reads
-	// (readers hold none between reads), half read-ahead for the files
-	// Pebble reads in order (compactions). Zero: DefaultMemory. A read
-	// that finds the pool spent gets a buffer for itself until it
-	// returns, and a sequential file that finds the read-ahead spent
-	// reads ahead less, or not at all: the budget does not grow with the
-	// number of open files.
+	// open shares: a third of it a pool of buffers for writes and reads
+	// (readers hold none between reads), the rest read-ahead for the
+	// files Pebble reads in order (compactions) and for Prefetch. Zero:
+	// DefaultMemory. A read that finds the pool spent gets a buffer for
+	// itself until it returns, and a sequential file that finds the
+	// read-ahead spent reads ahead less, down to 64 KiB (128 KiB of
+	// memory, beyond the budget if it must: a compaction must not read
+	// block by block): what the files hold does not grow with the number
+	// of open files, only with the compactions' inputs.
 	Memory int64
 	// Pool, if set, is the pool of buffers every file's writes and reads
 	// draw from, in place of the one Memory makes (the read-ahead is
-	// still half of Memory).
+	// still two thirds of Memory).
 	Pool *aligned.Pool
 	// ReadAhead is how far a file opened with vfs.SequentialReadsOption
 	// (a compaction's input, a checkpoint's copy) reads ahead of Pebble,
-	// while Memory's read-ahead lasts; zero: fileio.DefaultReadAhead,
-	// 2 MiB.
+	// while Memory's read-ahead lasts; zero: 512 KiB.
 	ReadAhead int
 	// FreshFiles is the budget of fresh files: the sstables and blob
 	// files Pebble writes are kept in aligned memory as they are
