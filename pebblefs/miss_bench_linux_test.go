@@ -28,19 +28,7 @@ func BenchmarkBlockCacheMiss(b *testing.B) {
 	dir := testenv.Dir(b)
 	const size = 512 << 20
 	name := filepath.Join(dir, "miss.sst")
-	data := pattern(1, 1<<20)
-	w, err := New(&Options{FreshFiles: -1}).Create(name, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for off := 0; off < size; off += len(data) {
-		if _, err := w.Write(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
+	writeSized(b, name, size)
 	for _, c := range []struct {
 		name string
 		fs   vfs.FS
@@ -93,19 +81,7 @@ func BenchmarkCompactionRead(b *testing.B) {
 	dir := testenv.Dir(b)
 	const size = 64 << 20
 	name := filepath.Join(dir, "compaction.sst")
-	data := pattern(1, 1<<20)
-	w, err := New(&Options{FreshFiles: -1}).Create(name, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for off := 0; off < size; off += len(data) {
-		if _, err := w.Write(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
+	writeSized(b, name, size)
 	for _, c := range []struct {
 		name string
 		fs   vfs.FS
@@ -144,5 +120,23 @@ func BenchmarkCompactionRead(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N)/(size>>20), "cpu-µs/MiB")
 		})
+	}
+}
+
+// writeSized writes a file of size bytes (a multiple of 1 MiB) through
+// pebblefs, which leaves none of it in the page cache.
+func writeSized(b *testing.B, name string, size int) {
+	data := pattern(1, 1<<20)
+	w, err := New(&Options{FreshFiles: -1}).Create(name, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for off := 0; off < size; off += len(data) {
+		if _, err := w.Write(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
