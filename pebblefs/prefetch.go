@@ -5,6 +5,7 @@ package pebblefs
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 var errPrefetchClosed = errors.New("pebblefs: file closed before its prefetch read")
@@ -30,8 +31,9 @@ type prefetch struct {
 
 // prefetcher is a readFile's prefetch, at most one at a time.
 type prefetcher struct {
-	mu sync.Mutex
-	p  *prefetch
+	mu     sync.Mutex
+	p      *prefetch
+	active atomic.Bool // p != nil: a read without a prefetch takes no lock
 }
 
 // Prefetch starts reading n bytes at off into memory, so that the
@@ -64,6 +66,7 @@ func (f *readFile) Prefetch(off, n int64) error {
 	}
 	p := &prefetch{off: off, buf: make([]byte, n), done: make(chan struct{}), put: put}
 	f.pre.p = p
+	f.pre.active.Store(true)
 	go func() {
 		defer close(p.done)
 		f.mu.RLock()
@@ -82,6 +85,9 @@ func (f *readFile) Prefetch(off, n int64) error {
 // caller reads the device). A read that reaches past the prefetch's end
 // releases it: the iterator has moved on.
 func (f *readFile) fromPrefetch(p []byte, off int64) bool {
+	if !f.pre.active.Load() {
+		return false
+	}
 	f.pre.mu.Lock()
 	pf := f.pre.p
 	if pf == nil {
@@ -113,6 +119,7 @@ func (pr *prefetcher) dropLocked() {
 		return
 	}
 	pr.p = nil
+	pr.active.Store(false)
 	go func() {
 		<-p.done
 		p.put()
