@@ -38,7 +38,7 @@
 // of its own, neither growing with the number of files Pebble keeps
 // open (a thousand by default):
 //
-//   - Options.Memory (DefaultMemory, 24 MiB): a third a pool of aligned
+//   - Options.Memory (DefaultMemory, 16 MiB): a third a pool of aligned
 //     buffers that every writer fills and every read goes through
 //     (readers hold none between reads), the rest the read-ahead of
 //     compactions and Prefetch. Before it, each open sstable kept 148

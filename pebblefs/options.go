@@ -11,10 +11,12 @@ import (
 // beside them.
 const (
 	// DefaultMemory is Options.Memory's default: the aligned memory every
-	// open file shares, writers' and readers' buffers (8 MiB) and
-	// compaction read-ahead (16 MiB), whatever the number of files
-	// Pebble keeps open (a thousand sstables by default).
-	DefaultMemory = 24 << 20
+	// open file shares, writers' and readers' buffers (a third) and
+	// compaction read-ahead (the rest), whatever the number of files
+	// Pebble keeps open (a thousand sstables by default). With
+	// DefaultFreshFiles in a 256 MiB container pebblefs holds 32 MiB
+	// beside Pebble's block cache and memtables.
+	DefaultMemory = 16 << 20
 
 	// FreshFilesShare is the share of the process's memory (its memory
 	// cgroup's limit, else the machine's) that Options.FreshFiles takes

@@ -316,13 +316,13 @@ func child(c config, engine string) error {
 	}
 	cache := pebble.NewCache(size)
 	defer cache.Unref()
-	defer startMemStats()()
 	var stalls stallClock
 	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener(), MemTableSize: uint64(c.memtable)})
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	defer startMemStats(db)()
 	b := &bench{db: db, threads: c.threads, value: c.value, records: uint64(c.records)}
 	b.next.Store(0)
 	b.zipf = newZipf(b.records)

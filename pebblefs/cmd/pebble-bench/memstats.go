@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 	"os"
 	"runtime"
 	"strings"
@@ -13,7 +15,7 @@ import (
 // (Pebble's block cache and memtables, dio's aligned buffers).
 const memStatsEnv = "PEBBLE_BENCH_MEMSTATS"
 
-func startMemStats() func() {
+func startMemStats(db *pebble.DB) func() {
 	if os.Getenv(memStatsEnv) == "" {
 		return func() {}
 	}
@@ -29,8 +31,9 @@ func startMemStats() func() {
 			}
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
-			fmt.Fprintf(os.Stderr, "memstats: heap in use %d MiB, heap sys %d MiB, released %d MiB, go sys %d MiB, %s\n",
-				m.HeapInuse>>20, m.HeapSys>>20, m.HeapReleased>>20, m.Sys>>20, rss())
+			pm := db.Metrics()
+			fmt.Fprintf(os.Stderr, "memstats: heap in use %d MiB, heap sys %d MiB, released %d MiB, go sys %d MiB, block cache %d MiB, memtables %d MiB (%d), %s\n",
+				m.HeapInuse>>20, m.HeapSys>>20, m.HeapReleased>>20, m.Sys>>20, pm.BlockCache.Size>>20, pm.MemTable.Size>>20, pm.MemTable.Count, rss())
 		}
 	}()
 	return func() { close(stop) }

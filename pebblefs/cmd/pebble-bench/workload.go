@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,8 +71,8 @@ func (b *bench) run(name string, ops int) (result, error) {
 	var (
 		wg            sync.WaitGroup
 		mu            sync.Mutex
-		lats          []time.Duration
-		reads, writes []time.Duration
+		lats          histogram
+		reads, writes histogram
 		err           error
 	)
 	start := time.Now()
@@ -84,8 +83,7 @@ func (b *bench) run(name string, ops int) (result, error) {
 		}
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(t), uint64(start.UnixNano())))
-			mine := make([]time.Duration, 0, n)
-			var myReads, myWrites []time.Duration
+			var mine, myReads, myWrites histogram
 			val := make([]byte, b.value+64)
 			for i := range val {
 				val[i] = byte(r.Uint32())
@@ -116,11 +114,11 @@ func (b *bench) run(name string, ops int) (result, error) {
 					e = b.db.Set(key, val[off:off+b.value], pebble.NoSync)
 				}
 				lat := time.Since(t0)
-				mine = append(mine, lat)
+				mine.add(lat)
 				if op < w.read || (op >= w.read+w.update && op < w.read+w.update+w.scan) {
-					myReads = append(myReads, lat)
+					myReads.add(lat)
 				} else {
-					myWrites = append(myWrites, lat)
+					myWrites.add(lat)
 				}
 				if e != nil {
 					mu.Lock()
@@ -130,9 +128,9 @@ func (b *bench) run(name string, ops int) (result, error) {
 				}
 			}
 			mu.Lock()
-			lats = append(lats, mine...)
-			reads = append(reads, myReads...)
-			writes = append(writes, myWrites...)
+			lats.merge(&mine)
+			reads.merge(&myReads)
+			writes.merge(&myWrites)
 			mu.Unlock()
 		})
 	}
@@ -141,29 +139,20 @@ func (b *bench) run(name string, ops int) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
-	for _, l := range [][]time.Duration{lats, reads, writes} {
-		slices.Sort(l)
-	}
-	pct := func(l []time.Duration, p float64) float64 {
-		if len(l) == 0 {
-			return 0
-		}
-		return float64(l[int(p*float64(len(l)-1))]) / 1e3
-	}
 	return result{
 		Workload:     name,
-		Ops:          len(lats),
+		Ops:          int(lats.n),
 		Seconds:      elapsed.Seconds(),
-		OpsPerSec:    float64(len(lats)) / elapsed.Seconds(),
-		P50us:        pct(lats, 0.50),
-		P99us:        pct(lats, 0.99),
-		P999us:       pct(lats, 0.999),
-		ReadP50us:    pct(reads, 0.50),
-		ReadP99us:    pct(reads, 0.99),
-		ReadP999us:   pct(reads, 0.999),
-		UpdateP50us:  pct(writes, 0.50),
-		UpdateP99us:  pct(writes, 0.99),
-		UpdateP999us: pct(writes, 0.999),
+		OpsPerSec:    float64(lats.n) / elapsed.Seconds(),
+		P50us:        lats.quantile(0.50),
+		P99us:        lats.quantile(0.99),
+		P999us:       lats.quantile(0.999),
+		ReadP50us:    reads.quantile(0.50),
+		ReadP99us:    reads.quantile(0.99),
+		ReadP999us:   reads.quantile(0.999),
+		UpdateP50us:  writes.quantile(0.50),
+		UpdateP99us:  writes.quantile(0.99),
+		UpdateP999us: writes.quantile(0.999),
 	}, nil
 }
 
