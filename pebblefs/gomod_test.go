@@ -56,6 +56,9 @@ func TestVersionScheme(t *testing.T) {
 // network and no replace directive (a user's build ignores pebblefs's).
 // The program opens Pebble on pebblefs.New(nil), writes, reads back.
 func TestGoGet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles Pebble into a fresh module cache (about 3 minutes the first time): run without -short")
+	}
 	if os.Getenv(testenv.DirEnv) != "" {
 		t.Skip("a filesystem matrix leg: the module scheme does not depend on the filesystem")
 	}
