@@ -51,12 +51,13 @@
 //
 //	Create(path, *Options) (*Writer, error)
 //	OpenAppend(path, size, *Options) (*Writer, error)
-//	(*Writer) Write, Sync, Synced, Size, Mode, Fd, Close
+//	(*Writer) Write, Sync, Synced, Size, Mode, Fd, Stats, Close
 //	Open(path, *Options) (*Reader, error)
-//	(*Reader) ReadAt, Size, Mode, Fd, NewSequential, Close
+//	(*Reader) ReadAt, Size, Mode, Fd, NewSequential, Stats, Close
 //	(*Sequential) Read, Seek, ReadAt, WriteTo, Close
-//	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, NoDirSync, Context, Faults, Retry}
+//	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, NoDirSync, Context, Faults, Retry, Slow}
 //	RetryPolicy{Context, OnRetry, MinDelay, MaxDelay}
+//	SlowPolicy, SlowIO (direct's), ReaderStats, WriterStats
 //	ErrClosed (matches fs.ErrClosed), ErrInvalidOptions, ErrOffset
 //	MaxBufferSize (256 MiB), MaxBuffers (32768), DefaultReadAhead
 //

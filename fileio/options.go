@@ -38,7 +38,10 @@ type Options struct {
 	// O_DIRECT where the filesystem takes it, else the page cache.
 	IO fallback.Policy
 	// Pool, when set, supplies a Writer's buffers, so that many writers
-	// share one memory budget. Its buffer size overrides BufferSize.
+	// share one memory budget, and a Reader's read buffers, taken for
+	// each read and given back when it returns: open Readers hold none
+	// between reads. Its buffer size overrides BufferSize, and its
+	// buffers must fit the file's alignment (else ErrInvalidOptions).
 	Pool *aligned.Pool
 	// Size, for Open only, makes the Reader read the file as if it were
 	// Size bytes long: the logical size a service recorded (from

@@ -25,7 +25,11 @@ const ReadDepth = reader.Depth
 // small buffers (2 MiB), a larger one one of at most 32 buffers of 128
 // KiB plus a block (4.1 MiB with 4 KiB blocks), allocated as reads need
 // them and freed by Close; a read that finds every buffer in use gets one
-// for itself, freed when it returns, rather than wait.
+// for itself, freed when it returns, rather than wait. With
+// Options.Pool, reads take the Pool's buffers instead and give them back
+// as they return, so that a thousand open Readers hold no memory between
+// reads (an idle Reader holds at least a small and a large buffer of its
+// own otherwise, 148 KiB).
 //
 // A sequential reader (a compaction, a scan, a log replay) takes a
 // Sequential (NewSequential), which reads ahead; random readers never pay
@@ -48,8 +52,14 @@ func Open(path string, o *Options) (*Reader, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	c, err := reader.Open(path, reader.Options{Name: "fileio", IO: opts.IO, Faults: opts.Faults, Size: opts.Size, Slow: opts.Slow,
-		Closed: ErrClosed, Invalid: ErrInvalidOptions, Offset: ErrOffset})
+	ro := reader.Options{Name: "fileio", IO: opts.IO, Faults: opts.Faults, Size: opts.Size, Slow: opts.Slow,
+		Closed: ErrClosed, Invalid: ErrInvalidOptions, Offset: ErrOffset}
+	if opts.Pool != nil {
+		// One budget for many Readers: none holds a buffer between reads.
+		ro.Small = reader.NewShared(opts.Pool)
+		ro.Large = ro.Small
+	}
+	c, err := reader.Open(path, ro)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@
 package pebblefs
 
 import (
+	"cmp"
 	"io"
 
 	"github.com/dio-storage/dio/fileio"
@@ -33,7 +34,7 @@ func (fs *FS) fileOptions() *fileio.Options {
 		BufferSize: fs.o.BufferSize,
 		Buffers:    fs.o.Buffers,
 		IO:         fs.o.IO,
-		Pool:       fs.o.Pool,
+		Pool:       fs.pool,
 		ReadAhead:  fs.o.ReadAhead,
 		Faults:     fs.o.Faults,
 	}
@@ -53,20 +54,28 @@ func (fs *FS) newWriter(name string) (fileWriter, error) {
 }
 
 // newReader opens name to read its first size bytes (0: the whole file),
-// with read-ahead when seq.
+// with read-ahead when seq, as much as the budget's read-ahead holds.
 func (fs *FS) newReader(name string, size int64, seq bool) (fileReader, error) {
 	o := fs.fileOptions()
 	o.Size = size
+	var release func()
+	if seq {
+		o.ReadAhead, release = fs.ahead.take(cmp.Or(fs.o.ReadAhead, seqReadAhead))
+	}
 	r, err := fileio.Open(name, o)
 	if err != nil || !seq {
+		if release != nil {
+			release()
+		}
 		return r, err
 	}
 	s, err := r.NewSequential(0)
 	if err != nil {
 		_ = r.Close()
+		release()
 		return nil, err
 	}
-	return sequential{Reader: r, s: s}, nil
+	return sequential{Reader: r, s: s, release: release}, nil
 }
 
 // sequential is a Reader whose ReadAt reads ahead: Pebble reads a
@@ -74,10 +83,16 @@ func (fs *FS) newReader(name string, size int64, seq bool) (fileReader, error) {
 // another, from one goroutine.
 type sequential struct {
 	*fileio.Reader
-	s *fileio.Sequential
+	s       *fileio.Sequential
+	release func() // gives the read-ahead back to the budget
 }
 
 func (r sequential) ReadAt(p []byte, off int64) (int, error) { return r.s.ReadAt(p, off) }
 
-// Close closes the Reader, which closes its Sequential.
-func (r sequential) Close() error { return r.Reader.Close() }
+// Close closes the Reader, which closes its Sequential, and gives the
+// read-ahead back.
+func (r sequential) Close() error {
+	err := r.Reader.Close()
+	r.release()
+	return err
+}

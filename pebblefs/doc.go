@@ -17,9 +17,60 @@
 // through a fileio.Reader, concurrent at any offset and length (an
 // sstable's block with its 5-byte trailer); a handle opened with
 // vfs.SequentialReadsOption, as Pebble opens a compaction's inputs, reads
-// through a fileio.Sequential, which keeps up to Options.ReadAhead (2
-// MiB) in flight ahead of it, where vfs.Default would ask the kernel for
-// read-ahead into the page cache with FADV_SEQUENTIAL.
+// through a fileio.Sequential, which keeps up to Options.ReadAhead (512
+// KiB while the budget lasts) in flight ahead of it, where vfs.Default would ask the kernel for
+// read-ahead into the page cache with FADV_SEQUENTIAL; a fresh file
+// (below) is read from memory instead.
+//
+// # Memory: give Pebble a block cache
+//
+// With O_DIRECT nothing caches what Pebble reads but Pebble's own block
+// cache, whose default (pebble.Options.CacheSize) is 8 MB: on
+// vfs.Default the page cache stands behind it, on pebblefs the device
+// does. Size it for the memory you would otherwise leave to the page
+// cache:
+//
+//	cache := pebble.NewCache(128 << 20) // half a 256 MiB container
+//	defer cache.Unref()
+//	db, err := pebble.Open(dir, &pebble.Options{FS: pebblefs.New(nil), Cache: cache})
+//
+// Beside the block cache and the memtables pebblefs holds two budgets
+// of its own, neither growing with the number of files Pebble keeps
+// open (a thousand by default):
+//
+//   - Options.Memory (DefaultMemory, 16 MiB): a third a pool of aligned
+//     buffers that every writer fills and every read goes through
+//     (readers hold none between reads), the rest the read-ahead of
+//     compactions and Prefetch. Before it, each open sstable kept 148
+//     KiB of read buffers of its own: 87 MiB for 600 open files, the
+//     ~150 MB that OOM-killed Pebble in a 256 MiB cgroup (issue 31).
+//   - Options.FreshFiles (DefaultFreshFiles: a sixteenth of the memory
+//     limit, 8 MiB to 1 GiB): the sstables and blob files Pebble just
+//     wrote, kept in memory as they are written and read from there
+//     until removed, renamed or evicted, least recently read first:
+//     the VFS's version of RocksDB's prepopulate_block_cache. Compactions
+//     read what flushes and compactions wrote seconds before without the
+//     device, and with nothing set a store that fits in it is read from
+//     memory, as vfs.Default's page cache would serve it. A fresh file
+//     is served only once its writer has closed it, and only while the
+//     inode, size and modification time on disk are the ones written.
+//
+// Its relation to the block cache: a block read from a fresh file is
+// copied into the block cache like any other, so the two hold some
+// blocks twice; fresh files pay when compactions would otherwise read
+// their inputs back from the device (a write-heavy store much larger
+// than memory), the block cache when reads are hot. pebblefs/README.md
+// has the splits measured.
+//
+// # Versions
+//
+// pebblefs is a module of its own (github.com/dio-storage/dio/pebblefs),
+// so that dio's go.mod never pulls Pebble in. The two move together: a
+// release tags the same commit vX.Y.Z (dio) and pebblefs/vX.Y.Z, and
+// pebblefs/go.mod requires dio vX.Y.Z, the version cut with it, so `go
+// get github.com/dio-storage/dio/pebblefs@vX.Y.Z` resolves both from the
+// module proxy. Its replace of dio by ../ serves work inside the tree
+// only; the go command ignores it in a user's build.
 //
 // # What does not, and why
 //
@@ -51,9 +102,13 @@
 //   - Stat, of a file or by name, gives the logical size, the bytes
 //     Pebble wrote, whatever the disk holds (the padded tail, the blocks
 //     grown ahead, what is still buffered).
-//   - Prefetch does nothing: readahead(2) would fill the page cache.
-//     Pebble moves a handle that keeps reading in order to a
-//     SequentialReadsOption handle, which reads ahead.
+//   - Prefetch(off, n) starts reading up to 256 KiB at off into memory
+//     from the read-ahead budget, in the background (readahead(2) would
+//     fill the page cache); the ReadAt that follows inside it waits for
+//     it and copies from it. Pebble's iterators call it on a file they
+//     read in order (64 KiB growing to 256 KiB), then move to a
+//     SequentialReadsOption handle, which reads ahead: ReadAhead (512
+//     KiB) in flight while the budget lasts, 64 KiB when it is spent.
 //   - Fd is the real descriptor, opened with O_DIRECT.
 //   - A file still being written here can be opened and read (Pebble's
 //     checkpoints copy the live MANIFEST and WAL): a read past what the

@@ -3,13 +3,16 @@
 package pebblefs
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/aligned"
 )
 
 // FS is Pebble's vfs.FS on dio. File contents go through dio's fileio;
@@ -17,8 +20,11 @@ import (
 // disk usage) goes to vfs.Default, which does it through the kernel as
 // Pebble expects.
 type FS struct {
-	o    Options
-	live registry
+	o     Options
+	live  registry
+	pool  *aligned.Pool // Options.Pool, or half of Options.Memory
+	ahead aheadBudget   // the other half: sequential files' read-ahead
+	fresh *freshFiles   // nil: Options.FreshFiles < 0
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -32,13 +38,53 @@ func newFS(o *Options) *FS {
 		fs.o = *o
 	}
 	fs.live.files = make(map[fileID]*writeFile)
+	mem := fs.o.Memory
+	if mem <= 0 {
+		mem = DefaultMemory
+	}
+	poolBytes := mem / 3
+	fs.ahead.limit = mem - poolBytes
+	fs.pool = fs.o.Pool
+	if fs.pool == nil {
+		size := aligned.Up(cmp.Or(fs.o.BufferSize, aligned.DefaultBufferSize), poolAlign)
+		// An error here (a BufferSize over the budget, an absurd one)
+		// leaves each file its own buffers, and fileio refuses an absurd
+		// BufferSize when Pebble creates a file.
+		fs.pool, _ = aligned.NewPool(size, poolAlign, int(max(poolBytes, int64(size))))
+	}
+	fresh := fs.o.FreshFiles
+	if fresh == 0 {
+		fresh = DefaultFreshFiles()
+	}
+	fs.fresh = newFreshFiles(fresh)
 	return fs
+}
+
+// poolAlign aligns the budget's buffers for any device dio meets: 4 KiB
+// covers 512-byte and 4 KiB sectors and the page size.
+const poolAlign = 4096
+
+// forget drops the fresh bytes of the file at name, which pebblefs is
+// about to remove, rename or replace; a file with other links keeps them
+// on Remove, since its bytes stay.
+func (fs *FS) forget(name string, evenLinked bool) {
+	if fs.fresh == nil {
+		return
+	}
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (evenLinked || st.Nlink <= 1) {
+		fs.fresh.forget(fileID{dev: uint64(st.Dev), ino: st.Ino})
+	}
 }
 
 // Create removes any file at name and creates a new one, so a hard link
 // to the old file (a checkpoint's sstable) never sees it change: never
 // O_TRUNC, as vfs.Default.
 func (fs *FS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
+	fs.forget(name, false)
 	if err := os.Remove(name); err != nil && !oserror.IsNotExist(err) {
 		return nil, errors.WithStack(err)
 	}
@@ -52,6 +98,7 @@ func (fs *FS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 // writes anyway (fallocate), so the block allocation recycling saves is
 // off the write path either way.
 func (fs *FS) ReuseForWrite(oldname, newname string, _ vfs.DiskWriteCategory) (vfs.File, error) {
+	fs.forget(oldname, false)
 	if err := os.Remove(oldname); err != nil {
 		return nil, errors.WithStack(err)
 	}
@@ -96,14 +143,28 @@ func (fs *FS) OpenDir(name string) (vfs.File, error) { return vfs.Default.OpenDi
 // Link creates newname as a hard link to oldname.
 func (fs *FS) Link(oldname, newname string) error { return vfs.Default.Link(oldname, newname) }
 
-// Remove removes the named file or (empty) directory.
-func (fs *FS) Remove(name string) error { return vfs.Default.Remove(name) }
+// Remove removes the named file or (empty) directory, and the file's
+// fresh bytes with its last link.
+func (fs *FS) Remove(name string) error {
+	fs.forget(name, false)
+	return vfs.Default.Remove(name)
+}
 
-// RemoveAll removes name and everything under it.
-func (fs *FS) RemoveAll(name string) error { return vfs.Default.RemoveAll(name) }
+// RemoveAll removes name and everything under it, fresh bytes too.
+func (fs *FS) RemoveAll(name string) error {
+	fs.forget(name, false)
+	fs.fresh.forgetUnder(name)
+	return vfs.Default.RemoveAll(name)
+}
 
-// Rename renames a file, replacing newname if it exists.
-func (fs *FS) Rename(oldname, newname string) error { return vfs.Default.Rename(oldname, newname) }
+// Rename renames a file, replacing newname if it exists. Neither keeps
+// fresh bytes: Pebble renames only small files (OPTIONS, markers), and a
+// replaced file's bytes must not outlive it.
+func (fs *FS) Rename(oldname, newname string) error {
+	fs.forget(oldname, true)
+	fs.forget(newname, true)
+	return vfs.Default.Rename(oldname, newname)
+}
 
 // MkdirAll creates dir and its missing parents.
 func (fs *FS) MkdirAll(dir string, perm os.FileMode) error { return vfs.Default.MkdirAll(dir, perm) }

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/cockroachdb/errors v1.11.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
-	github.com/dio-storage/dio v0.0.0
+	github.com/dio-storage/dio v0.31.0
 	github.com/dustin/go-humanize v1.1.0
 	golang.org/x/sys v0.50.0
 )

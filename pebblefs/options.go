@@ -6,27 +6,84 @@ import (
 	"github.com/dio-storage/dio/fallback"
 )
 
+// Default budgets. Pebble's block cache and memtables are Pebble's own
+// (pebble.Options.Cache, MemTableSize); these are what pebblefs holds
+// beside them.
+const (
+	// DefaultMemory is Options.Memory's default: the aligned memory every
+	// open file shares, writers' and readers' buffers (a third) and
+	// compaction read-ahead (the rest), whatever the number of files
+	// Pebble keeps open (a thousand sstables by default). With
+	// DefaultFreshFiles in a 256 MiB container pebblefs holds 32 MiB
+	// beside Pebble's block cache and memtables.
+	DefaultMemory = 16 << 20
+
+	// FreshFilesShare is the share of the process's memory (its memory
+	// cgroup's limit, else the machine's) that Options.FreshFiles takes
+	// by default, between MinFreshFiles and MaxFreshFiles: fresh files
+	// stand in for the page cache that would otherwise hold what Pebble
+	// just wrote, so that a store that fits in memory is read from
+	// memory with nothing set, and compactions read their inputs without
+	// the device. A sixteenth: 16 MiB of a 256 MiB container, 1 GiB on
+	// a 16 GiB machine.
+	FreshFilesShare = 16
+	MinFreshFiles   = 8 << 20
+	MaxFreshFiles   = 1 << 30
+)
+
 // Options configures an FS. The zero value (or a nil *Options) is
-// fileio's defaults: O_DIRECT where the filesystem takes it, std-fs where
-// it does not.
+// fileio's defaults with pebblefs's budgets: O_DIRECT where the
+// filesystem takes it, std-fs where it does not, DefaultMemory for the
+// files' buffers, DefaultFreshFiles() for fresh files.
 type Options struct {
 	// IO is the I/O policy of every file: fallback.Auto (the default)
 	// tries O_DIRECT and degrades to std-fs on filesystems that refuse it,
 	// fallback.Direct never degrades, fallback.StdFS uses the page cache.
 	IO fallback.Policy
-	// BufferSize and Buffers size each writer's aligned buffers, as in
-	// fileio.Options (zero: fileio's defaults).
+	// BufferSize is the size of the buffers writers and readers take
+	// from the budget (zero: 64 KiB); Buffers is the most one writer
+	// holds (zero: fileio's default with a shared pool, 4).
 	BufferSize int
 	Buffers    int
-	// Pool, if set, is one budget of aligned buffers that every file's
-	// writes draw from.
+	// Memory is the budget of aligned memory that every file Pebble has
+	// open shares: a third of it a pool of buffers for writes and reads
+	// (readers hold none between reads), the rest read-ahead for the
+	// files Pebble reads in order (compactions) and for Prefetch. Zero:
+	// DefaultMemory. A read that finds the pool spent gets a buffer for
+	// itself until it returns, and a sequential file that finds the
+	// read-ahead spent reads ahead less, down to 64 KiB (128 KiB of
+	// memory, beyond the budget if it must: a compaction must not read
+	// block by block): what the files hold does not grow with the number
+	// of open files, only with the compactions' inputs.
+	Memory int64
+	// Pool, if set, is the pool of buffers every file's writes and reads
+	// draw from, in place of the one Memory makes (the read-ahead is
+	// still two thirds of Memory).
 	Pool *aligned.Pool
 	// ReadAhead is how far a file opened with vfs.SequentialReadsOption
-	// (a compaction's input, a checkpoint's copy) reads ahead of Pebble;
-	// zero: fileio.DefaultReadAhead, 2 MiB.
+	// (a compaction's input, a checkpoint's copy) reads ahead of Pebble,
+	// while Memory's read-ahead lasts; zero: 512 KiB.
 	ReadAhead int
+	// FreshFiles is the budget of fresh files: the sstables and blob
+	// files Pebble writes are kept in aligned memory as they are
+	// written, and their reads served from it, until the file is
+	// removed or renamed, or the budget is needed for newer ones (the
+	// least recently read go first). It is the VFS's version of RocksDB's
+	// prepopulate_block_cache: compactions read what flushes and
+	// compactions just wrote without going to the device, and a store
+	// smaller than the budget is read from memory as vfs.Default's page
+	// cache would serve it. Zero: DefaultFreshFiles(); negative: none.
+	FreshFiles int64
 	// Faults, for tests, injects I/O errors into every file's reads,
 	// writes and fdatasyncs (see package faults), as Pebble's errorfs
 	// does above the vfs.FS.
 	Faults direct.Injector
+}
+
+// DefaultFreshFiles returns Options.FreshFiles's default: a
+// FreshFilesShare-th of the memory this process may use (its memory
+// cgroup's limit, else the machine's memory), between MinFreshFiles
+// and MaxFreshFiles.
+func DefaultFreshFiles() int64 {
+	return min(max(memoryLimit()/FreshFilesShare, MinFreshFiles), MaxFreshFiles)
 }

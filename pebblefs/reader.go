@@ -25,6 +25,13 @@ type readFile struct {
 	// here; reads past what that writer has synced catch up with it first.
 	live atomic.Pointer[writeFile]
 
+	// fresh holds the file's bytes in memory when pebblefs wrote it
+	// recently (Options.FreshFiles); reads are served from it while it
+	// lasts.
+	fresh *freshFile
+
+	pre prefetcher // Prefetch's read ahead
+
 	// mu guards r and size: readers share it, a catch-up that reopens r
 	// over a longer prefix takes it alone.
 	mu   sync.RWMutex
@@ -47,11 +54,13 @@ func (fs *FS) open(name string, seq bool) (*readFile, error) {
 	if w := fs.live.lookup(idOf(info)); w != nil {
 		return fs.openLive(name, w, seq)
 	}
-	r, err := fs.newReader(name, 0, seq)
+	// A fresh file is read from memory: its handle needs no read-ahead.
+	fresh := fs.fresh.lookup(idOf(info), info.Size(), info.ModTime())
+	r, err := fs.newReader(name, 0, seq && fresh == nil)
 	if err != nil {
 		return nil, errors.WithStack(err)
 	}
-	return &readFile{fs: fs, name: name, info: info, seq: seq, r: r, size: r.Size()}, nil
+	return &readFile{fs: fs, name: name, info: info, seq: seq, r: r, size: r.Size(), fresh: fresh}, nil
 }
 
 // openLive opens a file that w is still writing. The reader starts with
@@ -136,6 +145,18 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 	if rest := f.size - off; int64(len(p)) > rest {
 		want = p[:rest]
 	}
+	if f.fresh != nil && f.fs.fresh.readAt(f.fresh, want, off) {
+		if len(want) < len(p) {
+			return len(want), io.EOF
+		}
+		return len(want), nil
+	}
+	if f.fromPrefetch(want, off) {
+		if len(want) < len(p) {
+			return len(want), io.EOF
+		}
+		return len(want), nil
+	}
 	n, err := f.r.ReadAt(want, off)
 	if err == nil && n < len(p) {
 		err = io.EOF
@@ -188,11 +209,6 @@ func (f *readFile) Fd() uintptr {
 	return f.r.Fd()
 }
 
-// Prefetch does nothing yet: readahead(2) would fill the page cache dio
-// keeps out of, and Pebble switches a handle that keeps reading in order
-// to one opened with vfs.SequentialReadsOption, which reads ahead.
-func (f *readFile) Prefetch(int64, int64) error { return nil }
-
 // Preallocate does nothing on a file open for reading.
 func (f *readFile) Preallocate(int64, int64) error { return nil }
 
@@ -220,6 +236,7 @@ func (f *readFile) Close() error {
 	if f.closed.Swap(true) {
 		return fs.ErrClosed
 	}
+	f.pre.close() // before f.mu: its read holds f.mu shared
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.r == nil {

@@ -27,6 +27,7 @@ type writeFile struct {
 	mu     sync.Mutex
 	w      fileWriter
 	closed bool
+	fresh  *freshFile // its bytes kept in memory (Options.FreshFiles), or nil
 }
 
 var _ vfs.File = (*writeFile)(nil)
@@ -42,6 +43,7 @@ func (fs *FS) create(name string) (*writeFile, error) {
 		return nil, err
 	}
 	f := &writeFile{fs: fs, name: name, id: idOf(info), info: info, w: w}
+	f.fresh = fs.fresh.start(f.id, name)
 	fs.live.add(f)
 	return f, nil
 }
@@ -54,7 +56,16 @@ func (f *writeFile) Write(p []byte) (int, error) {
 	if f.closed {
 		return 0, fs.ErrClosed
 	}
-	return f.w.Write(p)
+	n, err := f.w.Write(p)
+	if f.fresh != nil {
+		if err != nil {
+			f.fs.fresh.drop(f.fresh)
+			f.fresh = nil
+		} else {
+			f.fs.fresh.write(f.fresh, p[:n])
+		}
+	}
+	return n, err
 }
 
 // Sync makes everything written durable.
@@ -158,5 +169,18 @@ func (f *writeFile) Close() error {
 	}
 	f.closed = true
 	f.fs.live.remove(f)
-	return f.w.Close()
+	size := f.w.Size()
+	err := f.w.Close()
+	if f.fresh != nil {
+		// Served only from here on, and only while the file on disk is
+		// this one: same inode, size and modification time.
+		fi, serr := vfs.Default.Stat(f.name)
+		if err != nil || serr != nil || idOf(fi) != f.id || fi.Size() != size {
+			f.fs.fresh.drop(f.fresh)
+		} else {
+			f.fs.fresh.finish(f.fresh, size, fi.ModTime())
+		}
+		f.fresh = nil
+	}
+	return err
 }

@@ -1,6 +1,8 @@
 package reader
 
 import (
+	"sync"
+
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 )
@@ -23,7 +25,24 @@ type Pool struct {
 	size, align int
 	tokens      chan struct{} // one per buffer that exists
 	idle        chan *Buf
+
+	shared *aligned.Pool // NewShared's budget; tokens and idle are then unused
 }
+
+// NewShared returns a Pool whose buffers come from p, one budget that
+// many Readers share: it keeps no buffer of its own between reads, so a
+// Reader holds read memory only while a read is in progress, however
+// many Readers are open (Pebble keeps hundreds of sstables open). When
+// p's budget is spent a read gets a buffer made for it alone, freed when
+// it returns, rather than wait: memory beyond the budget is then bounded
+// by the reads in progress, not by the files open.
+func NewShared(p *aligned.Pool) *Pool {
+	return &Pool{size: p.BufferSize(), align: p.Align(), shared: p}
+}
+
+// shells recycles the Bufs (and their channels) that carry a shared
+// Pool's buffers, so that a read through one allocates nothing.
+var shells = sync.Pool{New: func() any { return &Buf{Done: make(chan direct.Completion, 1)} }}
 
 // NewPool returns a Pool of at most n buffers of size bytes, aligned to
 // align.
@@ -43,8 +62,12 @@ func (p *Pool) Made() int { return len(p.tokens) }
 // Idle returns how many of the Pool's buffers exist and are not in use.
 func (p *Pool) Idle() int { return len(p.idle) }
 
-// Get returns a buffer, waiting while every one is in use.
+// Get returns a buffer, waiting while every one is in use (a shared
+// Pool never waits: Get is GetAny).
 func (p *Pool) Get() (*Buf, error) {
+	if p.shared != nil {
+		return p.GetAny()
+	}
 	select {
 	case b := <-p.idle:
 		return b, nil
@@ -60,6 +83,15 @@ func (p *Pool) Get() (*Buf, error) {
 
 // TryGet returns a buffer if one is free or may still be made, else nil.
 func (p *Pool) TryGet() (*Buf, error) {
+	if p.shared != nil {
+		b, ok, err := p.shared.TryGet()
+		if !ok {
+			return nil, err
+		}
+		sh := shells.Get().(*Buf)
+		sh.Buf = b
+		return sh, nil
+	}
 	select {
 	case b := <-p.idle: // an idle buffer first: a select would pick at random
 		return b, nil
@@ -105,11 +137,21 @@ func (p *Pool) Put(b *Buf) {
 		b.Buf.Free()
 		return
 	}
+	if p.shared != nil {
+		p.shared.Put(b.Buf)
+		b.Buf = nil
+		shells.Put(b)
+		return
+	}
 	p.idle <- b
 }
 
-// Close frees the idle buffers. The caller makes sure none is in use.
+// Close frees the idle buffers. The caller makes sure none is in use. A
+// shared Pool has none: its buffers are back in the shared budget.
 func (p *Pool) Close() {
+	if p.shared != nil {
+		return
+	}
 	for {
 		select {
 		case b := <-p.idle:

@@ -39,6 +39,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -67,12 +68,20 @@ type config struct {
 	readAhead, buffers int   // pebblefs.Options' (0: its defaults)
 	pool               int64 // pebblefs's shared buffer budget (0: none)
 	memtable           int64 // Pebble's MemTableSize (0: its default, 4 MiB)
+	fresh, fsMemory    int64 // pebblefs.Options' FreshFiles and Memory (0: its defaults; fresh < 0: none)
 	json               bool
 	metrics            bool
 	dir                string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "oneliner" {
+		if err := onelinerMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pebble-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "pressure" {
 		if err := pressureMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "pebble-bench:", err)
@@ -114,6 +123,8 @@ func parseFlags(args []string) (config, error) {
 	memtable := fs.String("memtable", "0", "Pebble's memtable size, both engines (0: Pebble's default, 4MiB; CockroachDB uses 64MiB)")
 	fs.IntVar(&c.buffers, "buffers", 0, "pebblefs's buffers per file written (0: fileio's default)")
 	pool := fs.String("pool", "0", "a budget of aligned buffers every pebblefs file written shares and reuses (0: each file maps its own)")
+	fresh := fs.String("fresh", "", "pebblefs's fresh-file budget, Options.FreshFiles (default: its own, a sixteenth of the memory limit; 0: none)")
+	fsMemory := fs.String("fs-memory", "0", "pebblefs's budget for file buffers and read-ahead, Options.Memory (0: its default, 16MiB)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
 	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
 	if err := fs.Parse(args); err != nil {
@@ -160,6 +171,21 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	c.memtable = int64(mt)
+	if *fresh != "" {
+		n, err := humanize.ParseBytes(*fresh)
+		if err != nil {
+			return c, err
+		}
+		c.fresh = int64(n)
+		if n == 0 {
+			c.fresh = -1
+		}
+	}
+	fm, err := humanize.ParseBytes(*fsMemory)
+	if err != nil {
+		return c, err
+	}
+	c.fsMemory = int64(fm)
 	return c, nil
 }
 
@@ -222,8 +248,8 @@ func runChild(c config, engine string) ([]result, error) {
 		}
 		rs = append(rs, r)
 		if !c.json {
-			fmt.Fprintf(os.Stderr, "%-8s %-4s %10.0f ops/s  p50 %7.1f µs  p99 %8.1f µs  peak %s  page cache %s  stalled %.1f s  cpu %.1f s\n",
-				r.FS, r.Workload, r.OpsPerSec, r.P50us, r.P99us, humanize.IBytes(uint64(r.PeakBytes)), humanize.IBytes(uint64(r.PageCacheBytes)), r.StallSeconds, r.CPUSeconds)
+			fmt.Fprintf(os.Stderr, "%-8s %-4s %10.0f ops/s  p50 %7.1f µs  p99 %8.1f µs  p99.9 %8.1f µs  peak %s  page cache %s  stalled %.1f s  cpu %.1f µs/op  device %.0f/%.0f B/op read/written\n",
+				r.FS, r.Workload, r.OpsPerSec, r.P50us, r.P99us, r.P999us, humanize.IBytes(uint64(r.PeakBytes)), humanize.IBytes(uint64(r.PageCacheBytes)), r.StallSeconds, r.CPUus, r.DeviceReadB, r.DeviceWriteB)
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -269,7 +295,7 @@ func child(c config, engine string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	po := pebblefs.Options{ReadAhead: c.readAhead, Buffers: c.buffers}
+	po := pebblefs.Options{ReadAhead: c.readAhead, Buffers: c.buffers, FreshFiles: c.fresh, Memory: c.fsMemory}
 	if c.pool > 0 {
 		p, err := aligned.NewPool(64<<10, 4096, int(c.pool))
 		if err != nil {
@@ -291,6 +317,7 @@ func child(c config, engine string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	defer startMemStats(db)()
 	b := &bench{db: db, threads: c.threads, value: c.value, records: uint64(c.records)}
 	b.next.Store(0)
 	b.zipf = newZipf(b.records)
@@ -301,6 +328,7 @@ func child(c config, engine string) error {
 		}
 		stalls.reset()
 		cpu0 := cpuTime()
+		io0 := processIO()
 		ops := c.ops
 		if w == "load" {
 			ops = c.records
@@ -319,6 +347,12 @@ func child(c config, engine string) error {
 		r.FS = engine
 		r.StallSeconds = stalls.total().Seconds()
 		r.CPUSeconds = (cpuTime() - cpu0).Seconds()
+		io1 := processIO()
+		if r.Ops > 0 {
+			r.CPUus = r.CPUSeconds * 1e6 / float64(r.Ops)
+			r.DeviceReadB = float64(io1.read-io0.read) / float64(r.Ops)
+			r.DeviceWriteB = float64(io1.write-io0.write) / float64(r.Ops)
+		}
 		if cg != nil {
 			r.PeakBytes, _ = cg.Peak()
 			r.PageCacheBytes, _ = cg.PageCache()
@@ -417,4 +451,31 @@ func startProfile(w string) func() {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
+}
+
+// ioBytes is what /proc/self/io counts this process (its threads, the
+// io_uring workers among them) reading from and writing to storage:
+// O_DIRECT and page-cache misses alike, writes as they dirty pages.
+type ioBytes struct{ read, write int64 }
+
+func processIO() ioBytes {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return ioBytes{}
+	}
+	var b ioBytes
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "read_bytes":
+			b.read = n
+		case "write_bytes":
+			b.write = n
+		}
+	}
+	return b
 }

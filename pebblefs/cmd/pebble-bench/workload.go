@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,16 @@ type result struct {
 	OpsPerSec      float64 `json:"ops_s"`
 	P50us          float64 `json:"p50_us"`
 	P99us          float64 `json:"p99_us"`
+	P999us         float64 `json:"p999_us"`
+	ReadP50us      float64 `json:"read_p50_us,omitempty"` // Gets (and scans, in E)
+	ReadP99us      float64 `json:"read_p99_us,omitempty"`
+	ReadP999us     float64 `json:"read_p999_us,omitempty"`
+	UpdateP50us    float64 `json:"update_p50_us,omitempty"` // Sets (updates and inserts)
+	UpdateP99us    float64 `json:"update_p99_us,omitempty"`
+	UpdateP999us   float64 `json:"update_p999_us,omitempty"`
+	DeviceReadB    float64 `json:"device_read_bytes_per_op"`  // the process's storage reads (/proc/self/io), per op
+	DeviceWriteB   float64 `json:"device_write_bytes_per_op"` // and writes
+	CPUus          float64 `json:"cpu_us_per_op"`
 	PeakBytes      int64   `json:"memory_peak_bytes"`
 	PageCacheBytes int64   `json:"page_cache_bytes"`
 	StallSeconds   float64 `json:"write_stall_s"` // Pebble's write stalls, summed
@@ -60,10 +69,11 @@ type bench struct {
 func (b *bench) run(name string, ops int) (result, error) {
 	w := workloads[name]
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		lats []time.Duration
-		err  error
+		wg            sync.WaitGroup
+		mu            sync.Mutex
+		lats          histogram
+		reads, writes histogram
+		err           error
 	)
 	start := time.Now()
 	for t := range b.threads {
@@ -73,7 +83,7 @@ func (b *bench) run(name string, ops int) (result, error) {
 		}
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(t), uint64(start.UnixNano())))
-			mine := make([]time.Duration, 0, n)
+			var mine, myReads, myWrites histogram
 			val := make([]byte, b.value+64)
 			for i := range val {
 				val[i] = byte(r.Uint32())
@@ -103,7 +113,13 @@ func (b *bench) run(name string, ops int) (result, error) {
 					off := r.IntN(64)
 					e = b.db.Set(key, val[off:off+b.value], pebble.NoSync)
 				}
-				mine = append(mine, time.Since(t0))
+				lat := time.Since(t0)
+				mine.add(lat)
+				if op < w.read || (op >= w.read+w.update && op < w.read+w.update+w.scan) {
+					myReads.add(lat)
+				} else {
+					myWrites.add(lat)
+				}
 				if e != nil {
 					mu.Lock()
 					err = e
@@ -112,7 +128,9 @@ func (b *bench) run(name string, ops int) (result, error) {
 				}
 			}
 			mu.Lock()
-			lats = append(lats, mine...)
+			lats.merge(&mine)
+			reads.merge(&myReads)
+			writes.merge(&myWrites)
 			mu.Unlock()
 		})
 	}
@@ -121,20 +139,20 @@ func (b *bench) run(name string, ops int) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
-	slices.Sort(lats)
-	pct := func(p float64) float64 {
-		if len(lats) == 0 {
-			return 0
-		}
-		return float64(lats[int(p*float64(len(lats)-1))]) / 1e3
-	}
 	return result{
-		Workload:  name,
-		Ops:       len(lats),
-		Seconds:   elapsed.Seconds(),
-		OpsPerSec: float64(len(lats)) / elapsed.Seconds(),
-		P50us:     pct(0.50),
-		P99us:     pct(0.99),
+		Workload:     name,
+		Ops:          int(lats.n),
+		Seconds:      elapsed.Seconds(),
+		OpsPerSec:    float64(lats.n) / elapsed.Seconds(),
+		P50us:        lats.quantile(0.50),
+		P99us:        lats.quantile(0.99),
+		P999us:       lats.quantile(0.999),
+		ReadP50us:    reads.quantile(0.50),
+		ReadP99us:    reads.quantile(0.99),
+		ReadP999us:   reads.quantile(0.999),
+		UpdateP50us:  writes.quantile(0.50),
+		UpdateP99us:  writes.quantile(0.99),
+		UpdateP999us: writes.quantile(0.999),
 	}, nil
 }
 

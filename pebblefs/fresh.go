@@ -1,0 +1,292 @@
+//go:build unix
+
+package pebblefs
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dio-storage/dio/aligned"
+)
+
+// freshChunk is the piece of aligned memory a fresh file grows by: a
+// flush's 2 MiB sstable takes eight, and a file's last piece wastes at
+// most this much.
+const freshChunk = 256 << 10
+
+// freshFiles keeps what Pebble writes to its sstables and blob files in
+// aligned memory, under a byte budget, so that reads of a file written
+// recently (a compaction's inputs, which flushes and compactions wrote
+// seconds before; a store that fits the budget) are served without the
+// device. A file is served only once its writer has closed it, and only
+// to a reader that finds the same inode, size and modification time on
+// disk; it is dropped when pebblefs removes or renames it, and the least
+// recently read complete files are dropped when the budget is needed.
+type freshFiles struct {
+	budget int64
+	clock  atomic.Int64 // orders uses, for eviction
+
+	mu    sync.Mutex
+	used  int64 // bytes in chunks, of every file in files
+	files map[fileID]*freshFile
+}
+
+// freshFile is one file's bytes in memory.
+type freshFile struct {
+	id   fileID
+	name string
+	last atomic.Int64 // the clock at its last use
+
+	// mu guards what follows: a reader copies under RLock, eviction and
+	// removal free the chunks under Lock.
+	mu       sync.RWMutex
+	chunks   []*aligned.Buffer
+	size     int64 // bytes written
+	complete bool  // the writer closed it: size and mtime are final
+	mtime    time.Time
+	dropped  bool // its chunks are freed; serve nothing
+}
+
+func newFreshFiles(budget int64) *freshFiles {
+	if budget < freshChunk {
+		return nil
+	}
+	return &freshFiles{budget: budget, files: map[fileID]*freshFile{}}
+}
+
+// keeps reports whether a file of this name is kept: sstables and blob
+// files, which Pebble reads back; not the WAL, MANIFEST or OPTIONS, read
+// only when a store opens.
+func keeps(name string) bool {
+	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
+}
+
+// start begins keeping the file id that name was just created as; nil if
+// it is not kept.
+func (c *freshFiles) start(id fileID, name string) *freshFile {
+	if c == nil || id == (fileID{}) || !keeps(name) {
+		return nil
+	}
+	ff := &freshFile{id: id, name: name}
+	ff.last.Store(c.clock.Add(1))
+	c.mu.Lock()
+	old := c.files[id]
+	c.files[id] = ff
+	c.mu.Unlock()
+	if old != nil { // an inode reused behind pebblefs's back
+		c.free(old)
+	}
+	return ff
+}
+
+// write appends p to ff, taking chunks from the budget; it gives up on
+// ff (dropping it) when the budget cannot hold it.
+func (c *freshFiles) write(ff *freshFile, p []byte) {
+	for len(p) > 0 {
+		ff.mu.Lock()
+		if ff.dropped {
+			ff.mu.Unlock()
+			return
+		}
+		room := int64(len(ff.chunks))*freshChunk - ff.size
+		if room == 0 {
+			ff.mu.Unlock()
+			b := c.grow(ff)
+			if b == nil {
+				c.drop(ff)
+				return
+			}
+			ff.mu.Lock()
+			if ff.dropped {
+				ff.mu.Unlock()
+				c.release(b)
+				return
+			}
+			ff.chunks = append(ff.chunks, b)
+			room = freshChunk
+		}
+		last := ff.chunks[len(ff.chunks)-1].Bytes()
+		n := copy(last[freshChunk-int(room):], p)
+		ff.size += int64(n)
+		ff.mu.Unlock()
+		p = p[n:]
+	}
+}
+
+// grow returns a new chunk for ff, evicting the least recently used
+// complete files to make room, or nil when ff would take more than half
+// the budget or nothing can be evicted.
+func (c *freshFiles) grow(ff *freshFile) *aligned.Buffer {
+	ff.mu.RLock()
+	mine := int64(len(ff.chunks)) * freshChunk
+	ff.mu.RUnlock()
+	if mine+freshChunk > c.budget/2 {
+		return nil
+	}
+	for {
+		c.mu.Lock()
+		if c.used+freshChunk <= c.budget {
+			c.used += freshChunk
+			c.mu.Unlock()
+			b, err := aligned.New(freshChunk, 4096)
+			if err != nil {
+				c.mu.Lock()
+				c.used -= freshChunk
+				c.mu.Unlock()
+				return nil
+			}
+			return b
+		}
+		victim := c.oldestComplete()
+		c.mu.Unlock()
+		if victim == nil {
+			return nil
+		}
+		c.drop(victim)
+	}
+}
+
+// oldestComplete returns the complete file used least recently. c.mu is
+// held.
+func (c *freshFiles) oldestComplete() *freshFile {
+	var v *freshFile
+	for _, ff := range c.files {
+		if ff.isComplete() && (v == nil || ff.last.Load() < v.last.Load()) {
+			v = ff
+		}
+	}
+	return v
+}
+
+func (ff *freshFile) isComplete() bool {
+	ff.mu.RLock()
+	defer ff.mu.RUnlock()
+	return ff.complete && !ff.dropped
+}
+
+// finish marks ff complete: its writer closed the file, which is size
+// bytes long with modification time mtime.
+func (c *freshFiles) finish(ff *freshFile, size int64, mtime time.Time) {
+	ff.mu.Lock()
+	ok := !ff.dropped && ff.size == size
+	if ok {
+		ff.complete, ff.mtime = true, mtime
+	}
+	ff.mu.Unlock()
+	if !ok {
+		c.drop(ff)
+	}
+}
+
+// lookup returns the complete fresh file with id whose size and mtime
+// are what the disk says, or nil.
+func (c *freshFiles) lookup(id fileID, size int64, mtime time.Time) *freshFile {
+	if c == nil || id == (fileID{}) {
+		return nil
+	}
+	c.mu.Lock()
+	ff := c.files[id]
+	c.mu.Unlock()
+	if ff == nil {
+		return nil
+	}
+	ff.mu.RLock()
+	ok := ff.complete && !ff.dropped && ff.size == size && ff.mtime.Equal(mtime)
+	ff.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	ff.last.Store(c.clock.Add(1))
+	return ff
+}
+
+// readAt copies len(p) bytes at off into p from memory; false when ff
+// was dropped (the caller reads the device) or the range is not all
+// there (past the end: the caller's Reader says io.EOF).
+func (c *freshFiles) readAt(ff *freshFile, p []byte, off int64) bool {
+	ff.mu.RLock()
+	defer ff.mu.RUnlock()
+	if ff.dropped || off < 0 || off+int64(len(p)) > ff.size {
+		return false
+	}
+	for n := 0; n < len(p); {
+		pos := off + int64(n)
+		chunk := ff.chunks[pos/freshChunk].Bytes()
+		n += copy(p[n:], chunk[pos%freshChunk:])
+	}
+	ff.last.Store(c.clock.Add(1))
+	return true
+}
+
+// drop forgets ff and frees its memory.
+func (c *freshFiles) drop(ff *freshFile) {
+	if c == nil || ff == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.files[ff.id] == ff {
+		delete(c.files, ff.id)
+	}
+	c.mu.Unlock()
+	c.free(ff)
+}
+
+// free frees ff's chunks once no reader is copying from them.
+func (c *freshFiles) free(ff *freshFile) {
+	ff.mu.Lock()
+	chunks := ff.chunks
+	ff.chunks, ff.dropped = nil, true
+	ff.mu.Unlock()
+	for _, b := range chunks {
+		c.release(b)
+	}
+}
+
+func (c *freshFiles) release(b *aligned.Buffer) {
+	b.Free()
+	c.mu.Lock()
+	c.used -= freshChunk
+	c.mu.Unlock()
+}
+
+// forget drops the file id (removed, renamed, or replaced).
+func (c *freshFiles) forget(id fileID) {
+	if c == nil || id == (fileID{}) {
+		return
+	}
+	c.mu.Lock()
+	ff := c.files[id]
+	c.mu.Unlock()
+	c.drop(ff)
+}
+
+// forgetUnder drops every file named under dir (RemoveAll).
+func (c *freshFiles) forgetUnder(dir string) {
+	if c == nil {
+		return
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	var gone []*freshFile
+	c.mu.Lock()
+	for _, ff := range c.files {
+		if ff.name == dir || strings.HasPrefix(ff.name, prefix) {
+			gone = append(gone, ff)
+		}
+	}
+	c.mu.Unlock()
+	for _, ff := range gone {
+		c.drop(ff)
+	}
+}
+
+// inUse returns the bytes the fresh files hold.
+func (c *freshFiles) inUse() int64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}

@@ -1,0 +1,242 @@
+//go:build unix
+
+package pebblefs
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// openRead opens name and returns it with whether its reads come from
+// fresh memory.
+func openRead(t *testing.T, fsys *FS, name string) (*readFile, bool) {
+	t.Helper()
+	f, err := fsys.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.(*readFile)
+	return r, r.fresh != nil
+}
+
+// checkReads reads f at random offsets and lengths and compares with
+// want.
+func checkReads(t *testing.T, f vfs.File, want []byte, seed uint64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 3))
+	for range 200 {
+		off := r.IntN(len(want))
+		n := 1 + r.IntN(min(len(want)-off, 300<<10))
+		p := make([]byte, n)
+		if m, err := f.ReadAt(p, int64(off)); err != nil || m != n || !bytes.Equal(p, want[off:off+n]) {
+			t.Fatalf("ReadAt %d at %d: %d, %v, equal %v", n, off, m, err, bytes.Equal(p[:m], want[off:off+m]))
+		}
+	}
+	// Past the end: io.EOF with the bytes there are, as from the device.
+	p := make([]byte, 100)
+	if m, err := f.ReadAt(p, int64(len(want)-10)); m != 10 || err == nil || !bytes.Equal(p[:10], want[len(want)-10:]) {
+		t.Fatalf("ReadAt over the end: %d, %v", m, err)
+	}
+}
+
+// TestFreshServesWritten: an sstable pebblefs wrote is read from memory
+// once its writer closed it, byte for byte; not before (a reader of the
+// live file reads what the writer synced), and not a WAL.
+func TestFreshServesWritten(t *testing.T) {
+	dir := testenv.Dir(t)
+	fsys := newFS(nil)
+	name := filepath.Join(dir, "000001.sst")
+	data := pattern(1, 1<<20+12345)
+	w := writeAll(t, fsys, name, data[:600<<10], 4096, 1, 70000)
+	if fsys.fresh.lookup(w.(*writeFile).id, 600<<10, time.Time{}) != nil {
+		t.Fatal("a file still being written is served from memory")
+	}
+	live, fresh := openRead(t, fsys, name)
+	if fresh {
+		t.Fatal("a reader of the live file got fresh memory")
+	}
+	checkReads(t, live, data[:600<<10], 1)
+	if _, err := w.Write(data[600<<10:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	live.Close()
+	f, fresh := openRead(t, fsys, name)
+	if !fresh {
+		t.Fatal("a closed sstable is not served from memory")
+	}
+	checkReads(t, f, data, 2)
+	f.Close()
+	if got := fsys.fresh.inUse(); got < int64(len(data)) || got > int64(len(data))+freshChunk {
+		t.Fatalf("fresh files hold %d bytes for a %d-byte file", got, len(data))
+	}
+
+	wal := filepath.Join(dir, "000002.log")
+	writeAll(t, fsys, wal, data[:1000], 100).Close()
+	if _, fresh := openRead(t, fsys, wal); fresh {
+		t.Fatal("a WAL is kept in memory")
+	}
+}
+
+// TestFreshGoneWithFile: removing, renaming or replacing a file drops
+// its fresh bytes, so a new file under the name (often the same inode)
+// reads as written, never the old bytes.
+func TestFreshGoneWithFile(t *testing.T) {
+	dir := testenv.Dir(t)
+	fsys := newFS(nil)
+	a, b := filepath.Join(dir, "000001.sst"), filepath.Join(dir, "000002.sst")
+	old, next := pattern(1, 300<<10), pattern(2, 300<<10)
+
+	writeAll(t, fsys, a, old, 4096).Close()
+	if err := fsys.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	if got := fsys.fresh.inUse(); got != 0 {
+		t.Fatalf("a removed file left %d fresh bytes", got)
+	}
+	writeAll(t, fsys, a, next, 4096).Close()
+	f, _ := openRead(t, fsys, a)
+	checkReads(t, f, next, 1)
+	f.Close()
+
+	// Create over an existing name (a new inode) and ReuseForWrite.
+	writeAll(t, fsys, a, old, 4096).Close()
+	f, _ = openRead(t, fsys, a)
+	checkReads(t, f, old, 2)
+	f.Close()
+
+	// Rename drops both names' bytes; reads come from the device.
+	writeAll(t, fsys, b, next, 4096).Close()
+	if err := fsys.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	f, fresh := openRead(t, fsys, b)
+	if fresh {
+		t.Fatal("a renamed file is still served from memory")
+	}
+	checkReads(t, f, old, 3)
+	f.Close()
+	if got := fsys.fresh.inUse(); got != 0 {
+		t.Fatalf("renamed files left %d fresh bytes", got)
+	}
+
+	// A link keeps the bytes on Remove of the other name; RemoveAll of
+	// the directory drops them.
+	writeAll(t, fsys, a, next, 4096).Close()
+	if err := fsys.Link(a, filepath.Join(dir, "link.sst")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	f, fresh = openRead(t, fsys, filepath.Join(dir, "link.sst"))
+	if !fresh {
+		t.Fatal("the bytes of a file still linked were dropped")
+	}
+	checkReads(t, f, next, 4)
+	f.Close()
+	if err := fsys.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := fsys.fresh.inUse(); got != 0 {
+		t.Fatalf("RemoveAll left %d fresh bytes", got)
+	}
+}
+
+// TestFreshChangedOnDisk: a file changed behind pebblefs's back (its
+// size or modification time differ) is read from the device.
+func TestFreshChangedOnDisk(t *testing.T) {
+	dir := testenv.Dir(t)
+	fsys := newFS(nil)
+	name := filepath.Join(dir, "000001.sst")
+	writeAll(t, fsys, name, pattern(1, 100<<10), 4096).Close()
+	other := pattern(2, 100<<10)
+	if err := os.WriteFile(name, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(name, later, later); err != nil {
+		t.Fatal(err)
+	}
+	f, fresh := openRead(t, fsys, name)
+	if fresh {
+		t.Fatal("a file rewritten on disk is served from memory")
+	}
+	checkReads(t, f, other, 1)
+	f.Close()
+}
+
+// TestFreshBudget: the fresh files never hold more than their budget;
+// the least recently read go first, a file over half the budget is not
+// kept, and every read is right whichever way it is served, while
+// readers race eviction (run under -race).
+func TestFreshBudget(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 8 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	data := map[string][]byte{}
+	name := func(i int) string { return filepath.Join(dir, "0000"+string(rune('a'+i))+".sst") }
+	for i := range 3 {
+		data[name(i)] = pattern(uint64(i), 3*freshChunk-100)
+		writeAll(t, fsys, name(i), data[name(i)], 8192).Close()
+		if got := fsys.fresh.inUse(); got > budget {
+			t.Fatalf("fresh files hold %d bytes, budget %d", got, budget)
+		}
+	}
+	if _, fresh := openRead(t, fsys, name(0)); fresh {
+		t.Fatal("the oldest file was not evicted")
+	}
+	big := name(9)
+	data[big] = pattern(9, budget/2+1)
+	writeAll(t, fsys, big, data[big], 8192).Close()
+	if _, fresh := openRead(t, fsys, big); fresh {
+		t.Fatal("a file over half the budget was kept")
+	}
+
+	var files []vfs.File
+	var wants [][]byte
+	for n, d := range data {
+		f, err := fsys.Open(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, wants = append(files, f), append(wants, d)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := (g + i) % len(files)
+				checkReads(t, files[k], wants[k], uint64(g*1000+i))
+			}
+		})
+	}
+	for i := range 10 { // new files evict the ones being read
+		n := filepath.Join(dir, "1000"+string(rune('a'+i))+".sst")
+		writeAll(t, fsys, n, pattern(uint64(100+i), 2*freshChunk), 8192).Close()
+		if got := fsys.fresh.inUse(); got > budget {
+			t.Errorf("fresh files hold %d bytes, budget %d", got, budget)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for _, f := range files {
+		f.Close()
+	}
+}

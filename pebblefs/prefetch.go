@@ -1,0 +1,138 @@
+//go:build unix
+
+package pebblefs
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+var errPrefetchClosed = errors.New("pebblefs: file closed before its prefetch read")
+
+// maxPrefetch is the longest Prefetch pebblefs reads ahead: Pebble's
+// iterators ask for 64 KiB growing to 256 KiB (objstorageprovider's
+// fileMaxReadaheadSize), then switch to a SequentialReadsOption handle.
+const maxPrefetch = 256 << 10
+
+// prefetch is one asynchronous read ahead of an iterator: Prefetch
+// starts it, and a ReadAt inside its range waits for it and copies from
+// it instead of reading the device. Its memory comes from the read-ahead
+// half of Options.Memory and goes back when a read passes its end, the
+// next Prefetch replaces it, or the file closes.
+type prefetch struct {
+	off  int64
+	buf  []byte
+	n    int
+	err  error
+	done chan struct{}
+	put  func() // gives the memory back to the budget
+}
+
+// prefetcher is a readFile's prefetch, at most one at a time.
+type prefetcher struct {
+	mu     sync.Mutex
+	p      *prefetch
+	active atomic.Bool // p != nil: a read without a prefetch takes no lock
+}
+
+// Prefetch starts reading n bytes at off into memory, so that the
+// ReadAt Pebble makes there next finds them on their way: its iterators
+// call it on a file they read in order (64 KiB growing to 256 KiB ahead)
+// before they move to a handle opened with vfs.SequentialReadsOption.
+// It does nothing for a file served from fresh memory, a range already
+// being read ahead, or when the read-ahead budget is spent.
+func (f *readFile) Prefetch(off, n int64) error {
+	if f.fresh != nil || f.closed.Load() || f.live.Load() != nil || n <= 0 {
+		return nil
+	}
+	n = min(n, maxPrefetch)
+	f.mu.RLock()
+	size := f.size
+	f.mu.RUnlock()
+	if off >= size {
+		return nil
+	}
+	n = min(n, size-off)
+	f.pre.mu.Lock()
+	defer f.pre.mu.Unlock()
+	if p := f.pre.p; p != nil && p.off <= off && off+n <= p.off+int64(len(p.buf)) {
+		return nil
+	}
+	f.pre.dropLocked()
+	put := f.fs.ahead.reserve(n)
+	if put == nil {
+		return nil
+	}
+	p := &prefetch{off: off, buf: make([]byte, n), done: make(chan struct{}), put: put}
+	f.pre.p = p
+	f.pre.active.Store(true)
+	go func() {
+		defer close(p.done)
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		if f.r == nil || f.closed.Load() {
+			p.err = errPrefetchClosed
+			return
+		}
+		p.n, p.err = f.r.ReadAt(p.buf, p.off)
+	}()
+	return nil
+}
+
+// fromPrefetch copies len(p) bytes at off from the prefetch when it
+// holds them all, waiting for its read; false when it does not (the
+// caller reads the device). A read that reaches past the prefetch's end
+// releases it: the iterator has moved on.
+func (f *readFile) fromPrefetch(p []byte, off int64) bool {
+	if !f.pre.active.Load() {
+		return false
+	}
+	f.pre.mu.Lock()
+	pf := f.pre.p
+	if pf == nil {
+		f.pre.mu.Unlock()
+		return false
+	}
+	end := off + int64(len(p))
+	if off < pf.off || end > pf.off+int64(len(pf.buf)) {
+		if end > pf.off+int64(len(pf.buf)) && off < pf.off+int64(len(pf.buf)) {
+			f.pre.dropLocked()
+		}
+		f.pre.mu.Unlock()
+		return false
+	}
+	f.pre.mu.Unlock()
+	<-pf.done
+	if pf.err != nil || int64(pf.n) < end-pf.off {
+		return false
+	}
+	copy(p, pf.buf[off-pf.off:])
+	return true
+}
+
+// dropLocked forgets the prefetch, giving its memory back once its read
+// is done. pre.mu is held.
+func (pr *prefetcher) dropLocked() {
+	p := pr.p
+	if p == nil {
+		return
+	}
+	pr.p = nil
+	pr.active.Store(false)
+	go func() {
+		<-p.done
+		p.put()
+	}()
+}
+
+// close drops the prefetch and waits for its read.
+func (pr *prefetcher) close() {
+	pr.mu.Lock()
+	p := pr.p
+	pr.dropLocked()
+	pr.mu.Unlock()
+	if p != nil {
+		<-p.done
+	}
+}
