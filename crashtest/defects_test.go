@@ -154,4 +154,3 @@ func TestDefectCreateWithoutDirSync(t *testing.T) {
 		})
 	}
 }
-

@@ -11,10 +11,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dio-storage/dio/crashtest"
 	"github.com/dio-storage/dio/fileio"
+	"golang.org/x/sys/unix"
 )
 
 // fileioRecords is the fileio workload: records of random sizes appended
@@ -25,8 +29,12 @@ type fileioRecords struct {
 	// create makes the writer; nil: fileio.Create. The planted defects
 	// put a faulty writer here.
 	create func(path string) (appender, error)
+	// failWrites makes the disk fail a write every few Syncs, which the
+	// Writer (with Options.Retry) writes again.
+	failWrites bool
 
-	data []byte // what the workload wrote, set by it
+	data    []byte // what the workload wrote, set by it
+	retries atomic.Int64
 }
 
 // An appender is what the workload writes through: a fileio.Writer, or a
@@ -45,14 +53,32 @@ func (w *fileioRecords) workload(ctx context.Context, r *crashtest.Recorder) err
 	data := stream(r.Seed, w.syncs*3*w.maxRec)
 	create := w.create
 	if create == nil {
-		create = func(path string) (appender, error) { return fileio.Create(path, nil) }
+		o := &fileio.Options{Retry: &fileio.RetryPolicy{
+			Context:  ctx,
+			MinDelay: time.Millisecond,
+			OnRetry:  func(error) { w.retries.Add(1) },
+		}}
+		create = func(path string) (appender, error) { return fileio.Create(path, o) }
 	}
-	f, err := create(filepath.Join(r.Dir, fileioName))
+	path := filepath.Join(r.Dir, fileioName)
+	f, err := create(path)
 	if err != nil {
 		return err
 	}
+	if w.failWrites {
+		// The file's blocks allocated now, so that a fault can be
+		// set on the disk under bytes not yet written.
+		if err := syscall.Fallocate(int(f.(*fileio.Writer).Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, int64(len(data))); err != nil {
+			return err
+		}
+	}
 	off := 0
-	for range w.syncs {
+	for s := range w.syncs {
+		if w.failWrites && s%10 == 5 {
+			if err := r.FailWrites(path, int64(off)/4096*4096, 64<<10, 1); err != nil {
+				return err
+			}
+		}
 		for range 1 + rng.IntN(5) {
 			n := 1 + rng.IntN(w.maxRec)
 			if off+n > len(data) {
@@ -149,6 +175,22 @@ func TestFileio(t *testing.T) {
 		t.Run(string(f), func(t *testing.T) {
 			w := &fileioRecords{syncs: 150, maxRec: 8000}
 			mustPass(t, crashtest.Config{FS: f, Workload: w.workload, Check: w.check})
+		})
+	}
+}
+
+// TestFileioRetry is the fileio workload with a write failing on the disk
+// every 10 Syncs: the Writer (Options.Retry) writes it again, and no crash
+// state loses what a Sync acknowledged.
+func TestFileioRetry(t *testing.T) {
+	for _, f := range filesystems {
+		t.Run(string(f), func(t *testing.T) {
+			w := &fileioRecords{syncs: 150, maxRec: 8000, failWrites: true}
+			mustPass(t, crashtest.Config{FS: f, Workload: w.workload, Check: w.check})
+			t.Logf("%d writes retried", w.retries.Load())
+			if w.retries.Load() < 10 {
+				t.Fatalf("%d writes retried, want one per 10 Syncs", w.retries.Load())
+			}
 		})
 	}
 }

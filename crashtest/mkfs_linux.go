@@ -48,8 +48,9 @@ func (f FS) mkfs(img string) *exec.Cmd {
 	return nil
 }
 
-// mountOptions are fs's options for a crash state's mount: several copies
-// of one xfs are mounted at once, which xfs refuses without nouuid.
+// mountOptions are fs's mount options: copies of one xfs (crash states,
+// disks made from the same image) are mounted at once, which xfs refuses
+// without nouuid.
 func (f FS) mountOptions() string {
 	if f == XFS {
 		return "nouuid"

@@ -79,6 +79,7 @@ type Recorder struct {
 	// Seed is the run's seed.
 	Seed uint64
 	rec  *recording
+	dev  *device
 }
 
 // Mark records that the workload has acknowledged something, described by
@@ -88,6 +89,19 @@ type Recorder struct {
 // a mark made there stands on writes flushed by the first. Mark is safe
 // for concurrent use.
 func (r *Recorder) Mark(p []byte) { r.rec.mark(p) }
+
+// FailWrites makes the recording disk fail, with EIO, the next times writes
+// that touch the sectors under bytes [off, off+n) of the file at path,
+// which must be allocated (see Disk.FailWrites). The failed writes are not
+// in the recording: the disk did not take them.
+func (r *Recorder) FailWrites(path string, off, n int64, times int) error {
+	_, err := r.dev.failWrites(path, off, n, times)
+	return err
+}
+
+// FailFlushes makes the recording disk fail its next times flushes with
+// EIO (see Disk.FailFlushes).
+func (r *Recorder) FailFlushes(times int) { r.dev.failFlushes(times) }
 
 // A State is one crash state, mounted for its check.
 type State struct {

@@ -122,12 +122,15 @@ func record(ctx context.Context, c *Config, d *device, base pages, rep *Report) 
 	}
 	t := time.Now()
 	rec := d.disk.startRecording()
-	if err := d.mount(""); err != nil {
+	if err := d.mount(c.FS.mountOptions()); err != nil {
 		d.disk.stopRecording()
 		return nil, err
 	}
-	werr := c.Workload(ctx, &Recorder{Dir: d.mnt, FS: c.FS, Seed: c.Seed, rec: rec})
+	werr := c.Workload(ctx, &Recorder{Dir: d.mnt, FS: c.FS, Seed: c.Seed, rec: rec, dev: d})
 	d.disk.stopRecording()
+	d.disk.mu.Lock()
+	d.disk.faults = faults{}
+	d.disk.mu.Unlock()
 	rep.Record = time.Since(t)
 	if err := d.unmount(); err != nil && werr == nil {
 		werr = err
