@@ -1,9 +1,11 @@
 package crashtest_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dio-storage/dio/aligned"
@@ -102,22 +104,34 @@ func errorsJoin(a, b error) error {
 
 // mustCatch runs c and fails the test unless a crash state failed; it logs
 // the first failure, which names the state and what was lost.
-func mustCatch(t *testing.T, c crashtest.Config) {
+func mustCatch(t *testing.T, c crashtest.Config) *crashtest.Report {
 	t.Helper()
 	rep := run(t, c)
 	if rep.FailedStates == 0 {
 		t.Fatalf("the planted defect was not caught in %d crash states (seed %d)", rep.States, rep.Seed)
 	}
 	t.Logf("caught in %d of %d states; first: %v", rep.FailedStates, rep.States, rep.Failures[0])
+	return rep
 }
 
+// TestDefectSyncWithoutFdatasync also keeps the failing states
+// (Config.KeepFailed) and replays the first: the same loss again.
 func TestDefectSyncWithoutFdatasync(t *testing.T) {
 	for _, f := range filesystems {
 		t.Run(string(f), func(t *testing.T) {
 			w := &fileioRecords{syncs: 150, maxRec: 8000, create: func(path string) (appender, error) {
 				return newFaultyAppender(path, true, false)
 			}}
-			mustCatch(t, crashtest.Config{FS: f, Workload: w.workload, Check: w.check})
+			rep := mustCatch(t, crashtest.Config{FS: f, Workload: w.workload, Check: w.check, KeepFailed: t.TempDir()})
+			first := rep.Failures[0]
+			if first.Image == "" {
+				t.Fatalf("the failing state was not kept: %v", first)
+			}
+			err := crashtest.Replay(context.Background(), f, first.Image, 0, w.check)
+			if err == nil || !strings.Contains(err.Error(), first.Err.Error()) {
+				t.Fatalf("replaying %s: %v, want %v", first.Image, err, first.Err)
+			}
+			t.Logf("replayed: %v", err)
 		})
 	}
 }

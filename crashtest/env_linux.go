@@ -250,7 +250,7 @@ func (d *device) checkFlushes() error {
 	} else if on {
 		return fmt.Errorf("%w: %s does direct I/O to its file, so its flushes would not reach the disk server as fsyncs", ErrUnavailable, d.dev)
 	}
-	rec := d.disk.startRecording()
+	rec, _ := d.disk.startRecording()
 	defer d.disk.stopRecording()
 	f, err := os.OpenFile(d.dev, os.O_RDWR|unix.O_DIRECT, 0)
 	if err != nil {

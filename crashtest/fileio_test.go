@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -34,7 +35,22 @@ type fileioRecords struct {
 	failWrites bool
 
 	data    []byte // what the workload wrote, set by it
+	ends    []int  // where each record ends in data
 	retries atomic.Int64
+}
+
+// record returns the record byte off belongs to, as "record i (bytes
+// a-b)", for an error to name what was lost.
+func (w *fileioRecords) record(off int64) string {
+	i := sort.SearchInts(w.ends, int(off)+1)
+	start := 0
+	if i > 0 {
+		start = w.ends[i-1]
+	}
+	if i == len(w.ends) {
+		return fmt.Sprintf("past the last record (at %d)", start)
+	}
+	return fmt.Sprintf("record %d (bytes %d-%d)", i, start, w.ends[i])
 }
 
 // An appender is what the workload writes through: a fileio.Writer, or a
@@ -88,6 +104,7 @@ func (w *fileioRecords) workload(ctx context.Context, r *crashtest.Recorder) err
 				return err
 			}
 			off += n
+			w.ends = append(w.ends, off)
 		}
 		if err := f.Sync(); err != nil {
 			return err
@@ -106,11 +123,18 @@ func (w *fileioRecords) check(ctx context.Context, s *crashtest.State) error {
 	}
 	data := w.data
 	path := filepath.Join(s.Dir, fileioName)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		if synced > 0 {
 			return fmt.Errorf("%s is gone, %d bytes synced", fileioName, synced)
 		}
 		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Size() < synced {
+		return fmt.Errorf("%s has %d bytes, %d synced: %s lost", fileioName, fi.Size(), synced, w.record(fi.Size()))
 	}
 	// What was synced, read as a recovering service would.
 	r, err := fileio.Open(path, &fileio.Options{Size: synced})
@@ -124,7 +148,7 @@ func (w *fileioRecords) check(ctx context.Context, s *crashtest.State) error {
 	}
 	r.Close()
 	if i := firstDiff(got, data[:synced]); i >= 0 {
-		return fmt.Errorf("synced byte %d of %d lost: %#x, want %#x", i, synced, got[i], data[i])
+		return fmt.Errorf("synced byte %d of %d lost (%#x, want %#x): %s", i, synced, got[i], data[i], w.record(int64(i)))
 	}
 	// The whole file: past Synced only bytes written there, or zeros.
 	all, err := os.ReadFile(path)

@@ -33,10 +33,21 @@ type image struct {
 
 	mu  sync.RWMutex
 	top pages
+	// shared says top's pages may also be another image's (fork):
+	// a write then copies the page it changes.
+	shared bool
 }
 
 func newImage(size int64, base, mid pages) *image {
 	return &image{size: size, base: base, mid: mid, top: pages{}}
+}
+
+// fork returns a copy of the image that shares its pages; writes to either
+// copy what they change.
+func (m *image) fork() *image {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return &image{size: m.size, base: m.base, mid: m.mid, top: maps.Clone(m.top), shared: true}
 }
 
 // lookup returns page i and whether top owns it.
@@ -72,7 +83,40 @@ func (m *image) readAt(dst []byte, off int64) {
 func (m *image) writeAt(src []byte, n int, off int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.shared {
+		// Owning a page only once it is copied: move top's pages
+		// below, where writePages copies them on write.
+		m.mid = m.flatten()
+		m.top, m.shared = pages{}, false
+	}
 	writePages(m.top, func(i int64) *page { p, _ := m.lookup(i); return p }, src, n, off)
+}
+
+// pages returns the image's pages, one layer, shared with it: its pages are
+// immutable from then on, as a write copies the page it changes.
+func (m *image) pages() pages {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := maps.Clone(m.base)
+	if p == nil {
+		p = pages{}
+	}
+	maps.Copy(p, m.flatten())
+	m.mid, m.top, m.shared = p, pages{}, false
+	return p
+}
+
+// flatten returns mid with top's pages over it, sharing the pages.
+func (m *image) flatten() pages {
+	if len(m.top) == 0 {
+		return m.mid
+	}
+	p := maps.Clone(m.mid)
+	if p == nil {
+		p = pages{}
+	}
+	maps.Copy(p, m.top)
+	return p
 }
 
 // writePages writes src (nil: n zeros) at off into dst, whose pages are the

@@ -100,10 +100,16 @@ func makeImage(f FS, size int64) (pages, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("crashtest: %s: %w: %s", strings.Join(cmd.Args, " "), err, bytes.TrimSpace(out))
 	}
+	return readImage(tmp, size)
+}
+
+// readImage reads the first size bytes of f as pages, leaving out those
+// that hold only zeros.
+func readImage(f *os.File, size int64) (pages, error) {
 	img := pages{}
 	for i := int64(0); i < size/pageSize; i++ {
 		p := new(page)
-		if _, err := io.ReadFull(io.NewSectionReader(tmp, i*pageSize, pageSize), p[:]); err != nil {
+		if _, err := io.ReadFull(io.NewSectionReader(f, i*pageSize, pageSize), p[:]); err != nil {
 			return nil, err
 		}
 		if *p != (page{}) {

@@ -17,6 +17,8 @@ const (
 	StatesEnv = "DIO_CRASH_STATES"
 	// SeedEnv sets the seed when Config.Seed is 0.
 	SeedEnv = "DIO_CRASH_SEED"
+	// WorkersEnv sets Config.Workers when it is 0.
+	WorkersEnv = "DIO_CRASH_WORKERS"
 )
 
 // Defaults.
@@ -24,6 +26,10 @@ const (
 	DefaultStates   = 1000
 	DefaultTimeout  = 30 * time.Second
 	DefaultDiskSize = 64 << 20
+	// DefaultWorkers is how many states are checked at once: a state's
+	// mount waits on the loop driver's worker for each read, so more
+	// than the cores keeps them busy.
+	DefaultWorkers = 4
 	// DefaultMaxFailures is how many failing states a run reports before
 	// it stops looking.
 	DefaultMaxFailures = 5
@@ -61,13 +67,19 @@ type Config struct {
 	// longer is reported as hung. 0: DefaultTimeout.
 	Timeout time.Duration
 	// Workers is how many states are mounted and checked at once, each
-	// on a loop device of its own; 0: 2.
+	// on a loop device of its own; 0: DIO_CRASH_WORKERS, else
+	// DefaultWorkers.
 	Workers int
 	// DiskSize is the disk's size in bytes; 0: DefaultDiskSize.
 	DiskSize int64
 	// MaxFailures stops the run after that many failing states; 0:
 	// DefaultMaxFailures, negative: no limit.
 	MaxFailures int
+	// KeepFailed, if set, is a directory where each reported failing
+	// state is kept, as its image (a sparse file of DiskSize bytes, as
+	// the disk was before the mount) and its marks: Replay checks it
+	// again, and a test can keep it as a regression.
+	KeepFailed string
 }
 
 // A Recorder is a workload's view of the recording disk.
@@ -134,6 +146,8 @@ type Failure struct {
 	// Err says what broke: the checker's error, a mount that failed,
 	// a check that did not finish in time.
 	Err error
+	// Image is where the state was kept (Config.KeepFailed), or "".
+	Image string
 }
 
 func (f Failure) Error() string { return f.State + ": " + f.Err.Error() }
@@ -154,6 +168,10 @@ type Report struct {
 	// FailedStates counts every failing state (Failures keeps the first
 	// MaxFailures).
 	FailedStates int
+	// TornUnmountable counts the torn states whose filesystem did not
+	// mount (see ErrUnmountable); FirstUnmountable is the first.
+	TornUnmountable  int
+	FirstUnmountable *Failure
 	// Where the time went: the workload's recording; building states'
 	// images; mounting them (journal recovery); the checks; unmounting.
 	// Build, Mount, Check and Unmount are summed over the workers.
@@ -195,6 +213,9 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "; per state: mount %d reads (%d KiB) %d writes, check %d reads (%d KiB) %d writes",
 			r.MountIO.Reads/n, r.MountIO.ReadBytes/n>>10, r.MountIO.Writes/n, r.CheckIO.Reads/n, r.CheckIO.ReadBytes/n>>10, r.CheckIO.Writes/n)
 	}
+	if r.TornUnmountable > 0 {
+		fmt.Fprintf(&b, "; %d torn states did not mount (first: %v)", r.TornUnmountable, r.FirstUnmountable)
+	}
 	fmt.Fprintf(&b, "; %d failing", r.FailedStates)
 	return b.String()
 }
@@ -228,7 +249,7 @@ func (c *Config) defaults() error {
 		c.Timeout = DefaultTimeout
 	}
 	if c.Workers == 0 {
-		c.Workers = 2
+		c.Workers = 4
 	}
 	if c.DiskSize == 0 {
 		c.DiskSize = DefaultDiskSize

@@ -43,7 +43,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			d.close()
 		}
 	}()
-	events, err := record(ctx, &c, rd, base, rep)
+	events, base, err := record(ctx, &c, rd, base, rep)
 	if err != nil {
 		return rep, err
 	}
@@ -75,7 +75,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	for i := range devs {
 		wg.Go(func() {
 			for j := range jobs {
-				d, f, t := check(ctx, &c, e, devs[i], j)
+				d, f, t := checkState(ctx, &c, e, devs[i], j, fmt.Sprintf("%s %s", c.FS, j.spec.String()))
 				devs[i] = d
 				mu.Lock()
 				rep.States++
@@ -93,9 +93,22 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 				rep.Unmount += t.unmount
 				rep.MountIO = rep.MountIO.add(t.mountIO)
 				rep.CheckIO = rep.CheckIO.add(t.checkIO)
+				if f != nil && j.spec.kind == KindTorn && errors.Is(f.Err, ErrUnmountable) && !errors.Is(f.Err, ErrHung) {
+					// The filesystem's own metadata torn (see
+					// ErrUnmountable): counted, not the
+					// workload's failure.
+					rep.TornUnmountable++
+					if rep.FirstUnmountable == nil {
+						rep.FirstUnmountable = f
+					}
+					f = nil
+				}
 				if f != nil {
 					rep.FailedStates++
 					if len(rep.Failures) < c.MaxFailures || c.MaxFailures < 0 {
+						if c.KeepFailed != "" {
+							f.Image, f.Err = keep(c.KeepFailed, c.FS, j, f.Err)
+						}
 						rep.Failures = append(rep.Failures, *f)
 					}
 					if c.MaxFailures > 0 && rep.FailedStates >= c.MaxFailures {
@@ -114,18 +127,21 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	return rep, nil
 }
 
-// record runs the workload on d with base as its disk and returns what the
-// disk saw.
-func record(ctx context.Context, c *Config, d *device, base pages, rep *Report) ([]event, error) {
+// record mounts a fresh filesystem (base) on d, runs the workload on it
+// and returns what the disk saw from the mount on, and the disk as the
+// mount left it, which the recording starts from. (The mount's own writes,
+// ext4's superblock among them, are not replayed: torn at 512 bytes,
+// ext4's would leave a filesystem that does not mount, whatever the
+// workload did.)
+func record(ctx context.Context, c *Config, d *device, base pages, rep *Report) ([]event, pages, error) {
 	if err := d.serve(newImage(c.DiskSize, base, nil)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t := time.Now()
-	rec := d.disk.startRecording()
 	if err := d.mount(c.FS.mountOptions()); err != nil {
-		d.disk.stopRecording()
-		return nil, err
+		return nil, nil, err
 	}
+	rec, mounted := d.disk.startRecording()
 	werr := c.Workload(ctx, &Recorder{Dir: d.mnt, FS: c.FS, Seed: c.Seed, rec: rec, dev: d})
 	d.disk.stopRecording()
 	d.disk.mu.Lock()
@@ -136,7 +152,7 @@ func record(ctx context.Context, c *Config, d *device, base pages, rep *Report) 
 		werr = err
 	}
 	if werr != nil {
-		return nil, fmt.Errorf("crashtest: the workload on %s: %w", c.FS, werr)
+		return nil, nil, fmt.Errorf("crashtest: the workload on %s: %w", c.FS, werr)
 	}
 	events := rec.snapshot()
 	for _, e := range events {
@@ -150,13 +166,13 @@ func record(ctx context.Context, c *Config, d *device, base pages, rep *Report) 
 			rep.Marks++
 		}
 	}
-	return events, nil
+	return events, mounted, nil
 }
 
 // A job is a crash state built and ready to be checked.
 type job struct {
 	spec  stateSpec
-	img   *image
+	img   *image // as the mount found it; the check writes to a copy
 	marks [][]byte
 }
 
@@ -219,15 +235,14 @@ type stateTimes struct {
 // every request, to give up.
 const settle = 10 * time.Second
 
-// check mounts j's image on d and runs the checker. It returns the device to
-// use next (a new one if d could not be freed after a hang) and the
-// state's failure, if any.
-func check(ctx context.Context, c *Config, e *env, d *device, j job) (*device, *Failure, stateTimes) {
+// checkState mounts j's image on d and runs the checker. It returns the
+// device to use next (a new one if d could not be freed after a hang) and
+// the state's failure, if any.
+func checkState(ctx context.Context, c *Config, e *env, d *device, j job, name string) (*device, *Failure, stateTimes) {
 	var t stateTimes
-	name := fmt.Sprintf("%s %s", c.FS, j.spec.String())
 	fail := func(err error) *Failure { return &Failure{State: name, Err: err} }
 	tb := time.Now()
-	if err := d.serve(j.img); err != nil {
+	if err := d.serve(j.img.fork()); err != nil {
 		return d, fail(err), t
 	}
 	t0 := time.Now()
@@ -235,7 +250,7 @@ func check(ctx context.Context, c *Config, e *env, d *device, j job) (*device, *
 	io0 := d.counts()
 	if err := bounded(c.Timeout, d, func() error { return d.mount(c.FS.mountOptions()) }); err != nil {
 		t.mount = time.Since(t0)
-		return d, fail(fmt.Errorf("the crash state does not mount: %w", err)), t
+		return d, fail(fmt.Errorf("%w: %w", ErrUnmountable, err)), t
 	}
 	t1 := time.Now()
 	t.mount = t1.Sub(t0)
@@ -266,6 +281,14 @@ func check(ctx context.Context, c *Config, e *env, d *device, j job) (*device, *
 	t.unmount = time.Since(t2)
 	return d, f, t
 }
+
+// ErrUnmountable is the error of a state whose filesystem does not mount.
+// A torn state may leave one (ext4's superblock and jbd2's are 1 KiB
+// writes, which a disk of 512-byte sectors can tear, and their checksums
+// then fail): nothing a program on the filesystem does can cause that, so
+// Run counts such states in Report.TornUnmountable rather than as
+// failures. Any other state that does not mount is a failure.
+var ErrUnmountable = errors.New("crashtest: the crash state does not mount")
 
 // ErrHung is the error of a state whose mount or check did not finish in
 // time.

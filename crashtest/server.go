@@ -237,12 +237,13 @@ func (d *diskFile) kill() {
 	d.mu.Unlock()
 }
 
-// startRecording logs every write and flush from now on.
-func (d *diskFile) startRecording() *recording {
+// startRecording logs every write and flush from now on, and returns the
+// disk as it is now, where the recording starts.
+func (d *diskFile) startRecording() (*recording, pages) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.log = &recording{}
-	return d.log
+	return d.log, d.img.pages()
 }
 
 func (d *diskFile) stopRecording() {

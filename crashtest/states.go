@@ -50,6 +50,7 @@ func intervals(ev []event) []interval {
 // write before interval's start, then writes (indexes into the events, in
 // the order they are applied), then part of write torn.
 type stateSpec struct {
+	index    int // in the run's plan
 	kind     string
 	interval int
 	writes   []int
@@ -61,7 +62,7 @@ type stateSpec struct {
 
 func (s *stateSpec) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s state: after flush %d of %d", s.kind, s.interval, s.nflushes)
+	fmt.Fprintf(&b, "state %d (%s): after flush %d of %d", s.index, s.kind, s.interval, s.nflushes)
 	if s.kind == KindFlush {
 		fmt.Fprintf(&b, ", none of the %d writes since", s.nwrites)
 		return b.String()
@@ -73,12 +74,21 @@ func (s *stateSpec) String() string {
 	return b.String()
 }
 
-// ranges prints a list of numbers, runs shortened ("3-7 9").
+// maxRanges bounds how many runs ranges prints.
+const maxRanges = 12
+
+// ranges prints a list of numbers, runs shortened ("3-7 9"), the first
+// maxRanges runs of them.
 func ranges(v []int) string {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	var b strings.Builder
-	for i := 0; i < len(s); {
+	runs := 0
+	for i := 0; i < len(s); runs++ {
+		if runs == maxRanges {
+			fmt.Fprintf(&b, " ... (%d in all)", len(s))
+			break
+		}
 		j := i
 		for j+1 < len(s) && s[j+1] == s[j]+1 {
 			j++
@@ -179,6 +189,9 @@ func planStates(ev []event, n int, sector int64, rng *rand.Rand) []stateSpec {
 	// Built in the order of the recording, so that one replay serves
 	// them all.
 	slices.SortStableFunc(out, func(a, b stateSpec) int { return a.interval - b.interval })
+	for i := range out {
+		out[i].index = i + 1
+	}
 	return out
 }
 
