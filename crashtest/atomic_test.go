@@ -1,3 +1,5 @@
+//go:build linux
+
 package crashtest_test
 
 import (
@@ -143,7 +145,7 @@ const atomicUnit = 16 << 10
 
 func TestAtomicOverwrite(t *testing.T) {
 	w := &overwrites{units: 64, unit: atomicUnit, rounds: 200}
-	c := crashtest.Config{FS: crashtest.XFS, Workload: w.workload, Check: w.check}
+	c := crashtest.Config{FS: crashtest.XFS, Workload: w.workload, Check: w.check, KeepFailed: os.Getenv("DIO_CRASH_KEEP")}
 	if err := crashtest.Available(c.FS); err != nil {
 		run(t, c) // skips, or fails under CI
 	}

@@ -234,13 +234,6 @@ func (d *device) kill() {
 	}
 }
 
-func (d *device) counts() IOCounts {
-	if d.disk != nil {
-		return d.disk.counts()
-	}
-	return IOCounts{}
-}
-
 // checkFlushes writes a sector of the device with O_DIRECT and fsyncs it,
 // and fails unless the server saw the write and then a flush: the harness
 // rests on both reaching it in order.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package crashtest
 
 // faults are the failures a disk is told to return: sectors that fail

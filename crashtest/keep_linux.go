@@ -117,3 +117,35 @@ func Replay(ctx context.Context, f FS, path string, timeout time.Duration, check
 	}
 	return nil
 }
+
+// writeEvents writes the recording as text, an event a line: its index,
+// then "write OFF +LEN" (zeros: "zero OFF +LEN"), "flush N" or "mark"
+// with the mark's bytes in hex.
+func writeEvents(path string, ev []event) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	flushes := 0
+	for i, e := range ev {
+		switch e.kind {
+		case evWrite:
+			if e.data == nil {
+				fmt.Fprintf(w, "%d zero %d +%d\n", i, e.off, e.n)
+			} else {
+				fmt.Fprintf(w, "%d write %d +%d\n", i, e.off, e.n)
+			}
+		case evFlush:
+			flushes++
+			fmt.Fprintf(w, "%d flush %d\n", i, flushes)
+		case evMark:
+			fmt.Fprintf(w, "%d mark %x\n", i, e.data)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package crashtest
 
 import (
@@ -176,9 +178,6 @@ type Report struct {
 	// images; mounting them (journal recovery); the checks; unmounting.
 	// Build, Mount, Check and Unmount are summed over the workers.
 	Record, Build, Mount, Check, Unmount time.Duration
-	// MountIO and CheckIO are the requests the states' disks served
-	// while mounting and while checking, summed over the states.
-	MountIO, CheckIO IOCounts
 	// Wall is the whole run's time.
 	Wall time.Duration
 }
@@ -207,11 +206,6 @@ func (r *Report) String() string {
 	if r.States > 0 {
 		per := func(d time.Duration) time.Duration { return (d / time.Duration(r.States)).Round(10 * time.Microsecond) }
 		fmt.Fprintf(&b, "; per state: build %v, mount %v, check %v, unmount %v", per(r.Build), per(r.Mount), per(r.Check), per(r.Unmount))
-	}
-	if r.States > 0 {
-		n := int64(r.States)
-		fmt.Fprintf(&b, "; per state: mount %d reads (%d KiB) %d writes, check %d reads (%d KiB) %d writes",
-			r.MountIO.Reads/n, r.MountIO.ReadBytes/n>>10, r.MountIO.Writes/n, r.CheckIO.Reads/n, r.CheckIO.ReadBytes/n>>10, r.CheckIO.Writes/n)
 	}
 	if r.TornUnmountable > 0 {
 		fmt.Fprintf(&b, "; %d torn states did not mount (first: %v)", r.TornUnmountable, r.FirstUnmountable)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -46,6 +47,11 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	events, base, err := record(ctx, &c, rd, base, rep)
 	if err != nil {
 		return rep, err
+	}
+	if c.KeepFailed != "" {
+		if err := writeEvents(filepath.Join(c.KeepFailed, string(c.FS)+"-events.txt"), events); err != nil {
+			return rep, err
+		}
 	}
 	sector := int64(c.FS.Sector())
 	rng := rand.New(rand.NewPCG(c.Seed, 0x6372617368))
@@ -91,8 +97,6 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 				rep.Mount += t.mount
 				rep.Check += t.check
 				rep.Unmount += t.unmount
-				rep.MountIO = rep.MountIO.add(t.mountIO)
-				rep.CheckIO = rep.CheckIO.add(t.checkIO)
 				if f != nil && j.spec.kind == KindTorn && errors.Is(f.Err, ErrUnmountable) && !errors.Is(f.Err, ErrHung) {
 					// The filesystem's own metadata torn (see
 					// ErrUnmountable): counted, not the
@@ -228,7 +232,6 @@ func buildStates(ctx context.Context, c *Config, ev []event, base pages, specs [
 // stateTimes is where one state's time went.
 type stateTimes struct {
 	build, mount, check, unmount time.Duration
-	mountIO, checkIO             diskStats
 }
 
 // settle is how long a state that timed out gets, once its disk fails
@@ -247,22 +250,18 @@ func checkState(ctx context.Context, c *Config, e *env, d *device, j job, name s
 	}
 	t0 := time.Now()
 	t.build = t0.Sub(tb)
-	io0 := d.counts()
 	if err := bounded(c.Timeout, d, func() error { return d.mount(c.FS.mountOptions()) }); err != nil {
 		t.mount = time.Since(t0)
 		return d, fail(fmt.Errorf("%w: %w", ErrUnmountable, err)), t
 	}
 	t1 := time.Now()
 	t.mount = t1.Sub(t0)
-	io1 := d.counts()
-	t.mountIO = io1.sub(io0)
 	st := &State{Dir: d.mnt, FS: c.FS, Marks: j.marks, Kind: j.spec.kind, Seed: c.Seed, Name: name}
 	cctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	err := bounded(c.Timeout, d, func() error { return c.Check(cctx, st) })
 	cancel()
 	t2 := time.Now()
 	t.check = t2.Sub(t1)
-	t.checkIO = d.counts().sub(io1)
 	var f *Failure
 	if err != nil {
 		f = fail(err)

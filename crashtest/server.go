@@ -94,11 +94,8 @@ type diskFile struct {
 	img    *image
 	log    *recording // nil: not recording
 	faults faults
-	stats  diskStats
+	stats  IOCounts
 }
-
-// diskStats counts what the kernel asked of a disk.
-type diskStats = IOCounts
 
 // IOCounts count the requests a disk served.
 type IOCounts struct {
@@ -252,7 +249,7 @@ func (d *diskFile) stopRecording() {
 	d.mu.Unlock()
 }
 
-func (d *diskFile) counts() diskStats {
+func (d *diskFile) counts() IOCounts {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.stats
@@ -262,14 +259,4 @@ func (d *diskFile) counts() diskStats {
 // device's own direct I/O stays off and its flushes become fsyncs.
 func openFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR, 0)
-}
-
-func (c IOCounts) add(o IOCounts) IOCounts {
-	return IOCounts{c.Reads + o.Reads, c.Writes + o.Writes, c.Flushes + o.Flushes, c.ReadErrors + o.ReadErrors,
-		c.WriteErrors + o.WriteErrors, c.FlushErrors + o.FlushErrors, c.ReadBytes + o.ReadBytes, c.WriteBytes + o.WriteBytes}
-}
-
-func (c IOCounts) sub(o IOCounts) IOCounts {
-	return IOCounts{c.Reads - o.Reads, c.Writes - o.Writes, c.Flushes - o.Flushes, c.ReadErrors - o.ReadErrors,
-		c.WriteErrors - o.WriteErrors, c.FlushErrors - o.FlushErrors, c.ReadBytes - o.ReadBytes, c.WriteBytes - o.WriteBytes}
 }
