@@ -44,7 +44,7 @@ func (b blobs) before(size int64) blobs {
 
 // blobPayload is the data of blob i of a workload.
 func blobPayload(rng *rand.Rand, i int) []byte {
-	n := 1 + rng.IntN(3000)
+	n := 1 + rng.IntN(8000)
 	if rng.IntN(3) == 0 {
 		n = 1 + rng.IntN(127) // a 1-byte header
 	}
@@ -365,7 +365,7 @@ func (w *logRecords) check(ctx context.Context, s *crashtest.State) error {
 func TestLog(t *testing.T) {
 	for _, f := range filesystems {
 		t.Run(string(f), func(t *testing.T) {
-			w := &logRecords{writers: 4, appends: 60}
+			w := &logRecords{writers: 4, appends: 100}
 			mustPass(t, crashtest.Config{FS: f, Workload: w.workload, Check: w.check})
 		})
 	}

@@ -40,6 +40,9 @@ func mustPass(t *testing.T, c crashtest.Config) *crashtest.Report {
 	if err := rep.Err(); err != nil {
 		t.Fatalf("%d of %d crash states failed (seed %d):\n%v", rep.FailedStates, rep.States, rep.Seed, err)
 	}
+	if rep.States < rep.Requested {
+		t.Errorf("the recording gave %d distinct crash states, %d were asked for: make the workload write more between its flushes", rep.States, rep.Requested)
+	}
 	return rep
 }
 

@@ -163,7 +163,10 @@ type Report struct {
 	Writes, Flushes, Marks int
 	// WrittenBytes is what the writes carried.
 	WrittenBytes int64
-	// States checked, by kind.
+	// Requested is how many states the run was asked for; States how
+	// many it checked (fewer when the recording has fewer distinct ones,
+	// or when it stopped at MaxFailures), by kind.
+	Requested           int
 	States              int
 	Flush, Subset, Torn int
 	Failures            []Failure

@@ -32,7 +32,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, err
 	}
 	defer e.close()
-	rep := &Report{FS: c.FS, Seed: c.Seed}
+	rep := &Report{FS: c.FS, Seed: c.Seed, Requested: c.States}
 
 	rd, err := e.newDevice(c.FS, c.DiskSize)
 	if err != nil {
