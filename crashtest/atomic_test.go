@@ -42,6 +42,7 @@ func unitBytes(p []byte, u int, v uint32) {
 }
 
 func (w *overwrites) workload(ctx context.Context, r *crashtest.Recorder) error {
+	w.versions = nil
 	rng := rand.New(rand.NewPCG(r.Seed, 4))
 	f, err := direct.Open(filepath.Join(r.Dir, overwriteName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -149,17 +150,19 @@ func TestAtomicOverwrite(t *testing.T) {
 	if err := crashtest.Available(c.FS); err != nil {
 		run(t, c) // skips, or fails under CI
 	}
-	rep, err := crashtest.Run(context.Background(), c)
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(rep)
-	t.Logf("untorn unit %+v", w.limit)
-	if err := rep.Err(); err != nil {
-		t.Fatalf("%d of %d crash states failed (seed %d):\n%v", rep.FailedStates, rep.States, rep.Seed, err)
+	for range rounds(t) {
+		rep, err := crashtest.Run(context.Background(), c)
+		if errors.Is(err, errors.ErrUnsupported) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(rep)
+		t.Logf("untorn unit %+v", w.limit)
+		if err := rep.Err(); err != nil {
+			t.Fatalf("%d of %d crash states failed (seed %d):\n%v", rep.FailedStates, rep.States, rep.Seed, err)
+		}
 	}
 }
 

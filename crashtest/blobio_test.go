@@ -69,6 +69,7 @@ type blobRecords struct {
 const blobName = "blobs"
 
 func (w *blobRecords) workload(ctx context.Context, r *crashtest.Recorder) error {
+	w.wrote = nil
 	rng := rand.New(rand.NewPCG(r.Seed, 2))
 	f, err := blobio.Create(filepath.Join(r.Dir, blobName), &blobio.Options{Checksum: w.checksum})
 	if err != nil {
@@ -288,6 +289,7 @@ type logRecords struct {
 }
 
 func (w *logRecords) workload(ctx context.Context, r *crashtest.Recorder) error {
+	w.wrote = nil
 	f, err := blobio.Create(filepath.Join(r.Dir, blobName), &blobio.Options{Checksum: true})
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ func NewDisk(f FS, size int64) (*Disk, error) {
 		size = DefaultDiskSize
 	}
 	if size%pageSize != 0 {
-		return nil, fmt.Errorf("crashtest: disk size %d is not a multiple of %d", size, pageSize)
+		return nil, fmt.Errorf("%w: disk size %d is not a multiple of %d", ErrInvalidConfig, size, pageSize)
 	}
 	base, err := freshImage(f, size)
 	if err != nil {

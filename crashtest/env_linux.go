@@ -19,6 +19,9 @@ var ErrUnavailable = errors.New("crashtest: unavailable here")
 // Available reports whether the harness can run here for fs, and if not,
 // why (an error matching ErrUnavailable), without making anything.
 func Available(f FS) error {
+	if f.mkfs("x") == nil {
+		return fmt.Errorf("%w: unknown filesystem %q", ErrInvalidConfig, f)
+	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: needs root (mount, loop devices)", ErrUnavailable)
 	}
@@ -30,9 +33,6 @@ func Available(f FS) error {
 	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		return fmt.Errorf("%w: bash not found (the cleanup shell)", ErrUnavailable)
-	}
-	if f.mkfs("x") == nil {
-		return fmt.Errorf("crashtest: unknown filesystem %q", f)
 	}
 	tool := f.mkfs("x").Args[0]
 	if _, err := lookTool(tool); err != nil {

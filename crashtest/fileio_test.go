@@ -67,6 +67,7 @@ type appender interface {
 const fileioName = "records"
 
 func (w *fileioRecords) workload(ctx context.Context, r *crashtest.Recorder) error {
+	w.data, w.ends = nil, nil
 	rng := rand.New(rand.NewPCG(r.Seed, 1))
 	data := stream(r.Seed, w.syncs*3*w.maxRec)
 	create := w.create

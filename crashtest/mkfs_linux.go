@@ -85,7 +85,7 @@ func freshImage(f FS, size int64) (pages, error) {
 func makeImage(f FS, size int64) (pages, error) {
 	cmd := f.mkfs("")
 	if cmd == nil {
-		return nil, fmt.Errorf("crashtest: unknown filesystem %q", f)
+		return nil, fmt.Errorf("%w: unknown filesystem %q", ErrInvalidConfig, f)
 	}
 	tmp, err := os.CreateTemp("", "dio-crashtest-*.img")
 	if err != nil {

@@ -45,6 +45,7 @@ func syncDir(dir string) error {
 }
 
 func (w *renames) workload(ctx context.Context, r *crashtest.Recorder) error {
+	w.data = nil
 	rng := rand.New(rand.NewPCG(r.Seed, 3))
 	all := stream(r.Seed, w.files*20000)
 	o := &fileio.Options{NoDirSync: w.noDirSync || w.skipDirSync}

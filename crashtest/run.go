@@ -23,6 +23,11 @@ const (
 	WorkersEnv = "DIO_CRASH_WORKERS"
 )
 
+// ErrInvalidConfig is returned for a Config (or environment variable)
+// that cannot make a run: no Workload or Check, an unknown filesystem, a
+// disk size that is not a multiple of 4 KiB.
+var ErrInvalidConfig = errors.New("crashtest: invalid configuration")
+
 // Defaults.
 const (
 	DefaultStates   = 1000
@@ -219,14 +224,14 @@ func (r *Report) String() string {
 
 func (c *Config) defaults() error {
 	if c.Workload == nil || c.Check == nil {
-		return errors.New("crashtest: Config needs a Workload and a Check")
+		return fmt.Errorf("%w: it needs a Workload and a Check", ErrInvalidConfig)
 	}
 	if c.States == 0 {
 		c.States = DefaultStates
 		if v := os.Getenv(StatesEnv); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return fmt.Errorf("crashtest: %s=%q: want a positive number", StatesEnv, v)
+				return fmt.Errorf("%w: %s=%q: want a positive number", ErrInvalidConfig, StatesEnv, v)
 			}
 			c.States = n
 		}
@@ -235,7 +240,7 @@ func (c *Config) defaults() error {
 		if v := os.Getenv(SeedEnv); v != "" {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				return fmt.Errorf("crashtest: %s=%q: %v", SeedEnv, v, err)
+				return fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, SeedEnv, v, err)
 			}
 			c.Seed = n
 		} else {
@@ -246,13 +251,20 @@ func (c *Config) defaults() error {
 		c.Timeout = DefaultTimeout
 	}
 	if c.Workers == 0 {
-		c.Workers = 4
+		c.Workers = DefaultWorkers
+		if v := os.Getenv(WorkersEnv); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%w: %s=%q: want a positive number", ErrInvalidConfig, WorkersEnv, v)
+			}
+			c.Workers = n
+		}
 	}
 	if c.DiskSize == 0 {
 		c.DiskSize = DefaultDiskSize
 	}
 	if c.DiskSize%pageSize != 0 {
-		return fmt.Errorf("crashtest: DiskSize %d is not a multiple of %d", c.DiskSize, pageSize)
+		return fmt.Errorf("%w: DiskSize %d is not a multiple of %d", ErrInvalidConfig, c.DiskSize, pageSize)
 	}
 	if c.MaxFailures == 0 {
 		c.MaxFailures = DefaultMaxFailures
