@@ -13,12 +13,18 @@ PEBBLEFS_TEST ?= -race -short -count=1 -timeout=10m
 # examples/promdio is a module of its own too (Prometheus stays out of
 # dio's go.mod): a few seconds of tests, named here as pebblefs is.
 EXAMPLES = examples/promdio
+# crashtest/ is a module of its own too (go-fuse stays out of dio's go.mod):
+# the recording disk and the crash-state replay (docs/testing.md). Its tests
+# need root, /dev/fuse and loop devices, and skip saying which is missing
+# (with CI=true they fail instead). Not under -race: the default run mounts
+# and checks over 20,000 crash states. DIO_CRASH_STATES=100000 for a long run.
+CRASHTEST_TEST ?= -count=1 -timeout=30m
 
 # The packages with allocation tests (TestXxxAllocs), run again without
 # -race: only they, so that the step prints no "[no tests to run]".
-ALLOCS_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=pebblefs 'func Test[A-Za-z0-9_]*Allocs' .)))
+ALLOCS_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=pebblefs --exclude-dir=crashtest 'func Test[A-Za-z0-9_]*Allocs' .)))
 
-.PHONY: build test test-matrix lint bench fuzz run clean
+.PHONY: build test test-crash test-matrix lint bench fuzz run clean
 
 build:
 	$(GO) build ./...
@@ -30,6 +36,7 @@ test:
 	$(if $(ALLOCS_PKGS),$(GO) test -count=1 -run 'Allocs' $(ALLOCS_PKGS))   # allocation counts, which -race distorts
 	cd pebblefs && $(GO) vet ./... && $(GO) test $(PEBBLEFS_TEST) ./...
 	for m in $(EXAMPLES); do (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
+	$(MAKE) --no-print-directory test-crash
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "note: skipped the filesystem matrix (tmpfs, ramfs, ext4, xfs, btrfs): it mounts filesystems and needs root (try: sudo make test-matrix)"; \
 		if [ "$$CI" = true ]; then echo "error: CI=true requires the matrix" >&2; exit 1; fi; \
@@ -39,6 +46,9 @@ test:
 
 test-matrix:
 	scripts/test-matrix.sh
+
+test-crash:
+	cd crashtest && $(GO) vet ./... && $(GO) test $(CRASHTEST_TEST) ./...
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then \
@@ -50,6 +60,7 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	cd pebblefs && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) run $(STATICCHECK) ./...
 	for m in $(EXAMPLES); do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) run $(STATICCHECK) ./...) || exit 1; done
+	cd crashtest && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) run $(STATICCHECK) ./...
 	GOOS=darwin $(GO) build ./...
 	GOOS=windows $(GO) build ./...
 	GOOS=freebsd $(GO) build ./...

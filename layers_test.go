@@ -51,6 +51,7 @@ var testSupport = []string{
 	"internal/testenv",     // test directories, the filesystem matrix's environment
 	"internal/filetest",    // the file conformance suite direct and fallback share
 	"internal/reliability", // crash, full-disk and load tests; no code but tests
+	"crashtest",            // a nested module (go-fuse stays out of dio's go.mod): the crash-state replay, for dio's tests and its users'
 }
 
 // TestLayers fails when a non-test file of the module imports a package at
