@@ -39,7 +39,8 @@
 // blobs. Without Options.Size a Scanner takes a 0x00 byte where a header
 // is due as the end of the written data, which no Writer of this package
 // ever puts there, so zeros grown ahead or padded are never read back as
-// blobs and the scan finishes at the end of the data; a blob torn by the
+// blobs and the scan finishes at the end of the data; a blob that the
+// end of the file cuts short ends it too (Scanner.Torn); a blob torn by the
 // crash may still come back with zeros in it, so a service that must not
 // see one records its sizes. To go on writing, OpenAppend(path, synced,
 // o) cuts the tail off and appends from the recorded size; a service that
