@@ -160,7 +160,7 @@ func (w *Writer) writeSealed(hdr, data []byte, c Compression) (int64, error) {
 	if err != nil {
 		return off, err
 	}
-	if _, err := w.ap.Write(seal); err != nil {
+	if _, err := w.ap.WriteTrailer(seal); err != nil {
 		return 0, err
 	}
 	return off, nil

@@ -96,7 +96,7 @@ func Open(path string, o *Options) (*Reader, error) {
 	if !opts.IO.Valid() {
 		return nil, fmt.Errorf("%w: unknown I/O policy %v", ErrInvalidOptions, opts.IO)
 	}
-	c, err := reader.Open(path, reader.Options{Name: "blobio", IO: opts.IO, Faults: opts.Faults, Size: opts.Size,
+	c, err := reader.Open(path, reader.Options{Name: "blobio", IO: opts.IO, Faults: opts.Faults, Size: opts.Size, Slow: opts.Slow,
 		Closed: ErrClosed, Invalid: ErrInvalidOptions, Offset: ErrOffset})
 	if err != nil {
 		return nil, err
@@ -123,7 +123,11 @@ const sealCheck = 64 << 10
 // 1 in 2^32 that its last 4 bytes match the CRC32C of the rest).
 func (r *Reader) sealedFirst() bool {
 	buf := make([]byte, min(r.c.Size(), sealCheck))
-	n, _ := r.c.ReadAt(buf, 0)
+	if len(buf) == 0 || r.c.Acquire() != nil {
+		return false
+	}
+	n, _ := r.c.ReadSpan(buf, 0) // not ReadAt: the Reader's own read, not a caller's (Stats)
+	r.c.Release()
 	hs, stored, c, err := DecodeHeader(buf[:n])
 	if err != nil || stored < crcSize || hs+stored > n {
 		return false
@@ -131,6 +135,18 @@ func (r *Reader) sealedFirst() bool {
 	_, err = unseal(buf[hs:hs+stored], c)
 	return err == nil
 }
+
+// ReaderStats counts a Reader's reads since Open (direct.ReaderStats,
+// as fileio's): Reads and Bytes are the blobs ReadBlob and ReadBlobs
+// found (each blob's header and stored bytes) and ReadAt's calls and
+// bytes, DeviceBytes what the device read, whole aligned blocks: Open's
+// look at the first blob's seal (up to 64 KiB) and a Scanner's reads
+// too, whose blobs are not in Reads and Bytes.
+type ReaderStats = direct.ReaderStats
+
+// Stats returns the Reader's counts. The process's, by path, are
+// direct.Stats.
+func (r *Reader) Stats() ReaderStats { return r.c.Stats().Reader() }
 
 // Size returns the size the Reader reads up to: Options.Size, or the size
 // of the file when it was opened.
@@ -222,6 +238,7 @@ func (r *Reader) blobIn(b *reader.Buf, lo int64, valid int, off int64) (payload 
 		return nil, None, nil, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, r.c.Size(), io.ErrUnexpectedEOF)
 	}
 	r.learn(end - off)
+	r.c.Meter().Asked(direct.OpRead, hs+n) // the blob, header and stored bytes
 	if end <= lo+int64(valid) {
 		return have[start-lo : end-lo], c, nil, nil
 	}

@@ -85,7 +85,23 @@ type Options struct {
 	// Checksum, but for a Scanner without Size over a file of one blob,
 	// which takes it for a torn tail: no blobs, Torn true, a nil Err.
 	Checksum bool
+
+	// Slow, when set, reports a Writer's or Reader's read, write,
+	// fdatasync or truncate still in flight past Slow.Threshold, with
+	// the file, offset and length, once per operation, on a goroutine of
+	// its own, never delaying the I/O (as Pebble's
+	// vfs.WithDiskHealthChecks does). nil costs nothing. One without a
+	// positive Threshold or a Report is refused with ErrInvalidOptions.
+	Slow *SlowPolicy
 }
+
+// SlowPolicy is Options.Slow: Report is called once for an I/O still in
+// flight past Threshold (direct.SlowPolicy, as fileio's).
+type SlowPolicy = direct.SlowPolicy
+
+// SlowIO is what SlowPolicy.Report is told: the file, operation, offset,
+// length and time in flight so far.
+type SlowIO = direct.SlowIO
 
 func (o *Options) withDefaults() Options {
 	var d Options
@@ -217,7 +233,7 @@ func writerOptions(o *Options) (Options, appender.Options, error) {
 		opts = *o
 	}
 	ao := appender.Options{BufferSize: opts.BufferSize, Buffers: opts.Buffers, Pool: opts.Pool, NoSync: opts.NoSync, Context: opts.Context, Retry: opts.Retry,
-		IO: opts.IO, Faults: opts.Faults}
+		IO: opts.IO, Faults: opts.Faults, Slow: opts.Slow}
 	if opts.Compression != None && opts.Compression != Zstd {
 		return opts, ao, fmt.Errorf("%w: unknown compression %v", ErrInvalidOptions, opts.Compression)
 	}
@@ -305,6 +321,18 @@ func (w *Writer) Close() error {
 	w.closeEncoder()
 	return w.ap.Close()
 }
+
+// WriterStats counts a Writer's work since Create or OpenAppend
+// (direct.WriterStats, as fileio's): Writes and Bytes are its WriteBlob
+// calls and their blobs' headers and stored bytes (compressed, sealed),
+// DeviceBytes what the device wrote, padded tails and rewrites
+// included; its fdatasyncs and their latencies; the writes and
+// fdatasyncs it made again.
+type WriterStats = direct.WriterStats
+
+// Stats returns the Writer's counts; they stay readable after Close.
+// The process's, by path, are direct.Stats.
+func (w *Writer) Stats() WriterStats { return w.ap.Stats().Writer() }
 
 // RetryPolicy is Options.Retry: retry failures that can pass (ENOSPC,
 // EDQUOT, EIO) with backoff until Context ends, telling OnRetry of each.

@@ -156,6 +156,19 @@ func (m *Meter) Asked(op Op, n int) {
 	}
 }
 
+// AskedMore counts n more bytes asked for by the call Asked counted
+// last (a record's trailer written apart, as blobio's seal of a large
+// blob), not another call.
+func (m *Meter) AskedMore(op Op, n int) {
+	if m == nil {
+		return
+	}
+	m.ops[opKind(op)].asked.Add(uint64(n))
+	if p := m.path.Load(); p >= 0 {
+		registry[m.shard].rec(Path(p), op).asked.Add(uint64(n))
+	}
+}
+
 // UsePath sets the path Asked counts under, where the meter's owner
 // knows it better than the File does: a File's own calls take the
 // pwrite path, while its queues may run on io_uring.

@@ -44,6 +44,40 @@ type Options struct {
 	// only wait on the Pool; a done Context fails Create with its error.
 	// nil: context.Background().
 	Context context.Context
+
+	// Slow, when set, reports the file's reads, writes and fdatasyncs
+	// still in flight past Slow.Threshold, with the offset and length,
+	// once per operation, on a goroutine of its own, never delaying the
+	// I/O (as fileio's Options.Slow). nil costs nothing. One without a
+	// positive Threshold or a Report is refused with ErrInvalidOptions.
+	// The file has no name: SlowIO.Name is the directory given to
+	// Create (O_TMPFILE), or the name the file had before Create
+	// unlinked it.
+	Slow *direct.SlowPolicy
+}
+
+// Stats counts a File's work since Create: its Write and WriteBlob calls
+// (a blob's header and payload in Write.Bytes) against what the device
+// wrote, padded tails included, and its Flush's and Sync's fdatasyncs;
+// its ReadAt and ReadBlob calls against what the device read. Reads the
+// writer's buffers serve cost the device nothing, so Read.DeviceBytes may
+// be less than Read.Bytes; a header and its blob are read once
+// (ReadBlob asks for them together).
+type Stats struct {
+	Write direct.WriterStats
+	Read  direct.ReaderStats
+}
+
+// Sub returns s minus prev, an earlier snapshot of the same File.
+func (s Stats) Sub(prev Stats) Stats {
+	return Stats{Write: s.Write.Sub(prev.Write), Read: s.Read.Sub(prev.Read)}
+}
+
+// Stats returns the File's counts; they stay readable after Close. The
+// process's, by path, are direct.Stats.
+func (f *File) Stats() Stats {
+	s := f.meter.Stats()
+	return Stats{Write: s.Writer(), Read: s.Reader()}
 }
 
 // A File is a temporary append-only file.
@@ -106,6 +140,7 @@ type File struct {
 	reading sync.WaitGroup
 	rd      *readState
 	cleanup runtime.Cleanup // releases an unclosed File's resources; stopped by Close
+	meter   *direct.Meter   // the file's counts (Stats), closed by the appender
 }
 
 // fileResources are what an unclosed File's cleanup releases. They do not
@@ -205,18 +240,25 @@ func Create(dir string, o *Options) (*File, error) {
 	if err := opts.validate(ao); err != nil {
 		return nil, err
 	}
+	m, err := direct.NewMeter(&direct.MeterOptions{SyncLatency: true, Slow: opts.Slow})
+	if err != nil {
+		return nil, fmt.Errorf("%w: Slow: %w", ErrInvalidOptions, err)
+	}
 	f, err := createTemp(dir, opts.IO)
 	if err != nil {
+		m.Close()
 		return nil, err
 	}
 	if opts.Faults != nil {
 		f = fallback.WithFaults(f, opts.Faults) // every read and write meets them
 	}
-	file := &File{f: f, mu: new(sync.Mutex)}
-	ao.Lock = file.mu
+	f = fallback.WithMeter(f, m)
+	file := &File{f: f, mu: new(sync.Mutex), meter: m}
+	ao.Lock, ao.Meter = file.mu, m // the appender closes m
 	ap, err := appender.New(f, ao)
 	if err != nil {
 		// The file has no name: closing it leaves nothing behind.
+		m.Close()
 		f.Close()
 		return nil, appender.WrapInvalid(err, ErrInvalidOptions)
 	}
@@ -367,7 +409,11 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, offsetError{fmt.Sprintf("ReadAt at negative offset %d", off)}
 	}
-	return r.read(p, off, off+int64(len(p)), f.Size())
+	size := f.Size()
+	if len(p) > 0 && off < size {
+		f.meter.Asked(direct.OpRead, len(p))
+	}
+	return r.read(p, off, off+int64(len(p)), size)
 }
 
 // ReadBlob reads the blob at off, appending it to dst[:0]. An offset at
@@ -415,6 +461,7 @@ func (f *File) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	if end > fileSize {
 		return dst[:0], fmt.Errorf("ephemeral: blob at %d: %d bytes run past the end of the file at %d: %w", off, size, fileSize, io.ErrUnexpectedEOF)
 	}
+	f.meter.Asked(direct.OpRead, hs+size)
 	if cap(dst) < size {
 		f.rmu.Unlock() // no allocation under the lock
 		dst = slices.Grow(dst[:0], size)

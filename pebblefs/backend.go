@@ -37,6 +37,7 @@ func (fs *FS) fileOptions() *fileio.Options {
 		Pool:       fs.pool,
 		ReadAhead:  fs.o.ReadAhead,
 		Faults:     fs.o.Faults,
+		Slow:       fs.o.Slow,
 	}
 }
 
@@ -50,7 +51,11 @@ func (fs *FS) fileOptions() *fileio.Options {
 func (fs *FS) newWriter(name string) (fileWriter, error) {
 	o := fs.fileOptions()
 	o.NoDirSync = true
-	return fileio.Create(name, o)
+	w, err := fileio.Create(name, o)
+	if err != nil {
+		return nil, err
+	}
+	return fs.book.writer(w), nil
 }
 
 // newReader opens name to read its first size bytes (0: the whole file),
@@ -67,7 +72,10 @@ func (fs *FS) newReader(name string, size int64, seq bool) (fileReader, error) {
 		if release != nil {
 			release()
 		}
-		return r, err
+		if err != nil {
+			return nil, err
+		}
+		return fs.book.reader(r, r), nil
 	}
 	s, err := r.NewSequential(0)
 	if err != nil {
@@ -75,7 +83,7 @@ func (fs *FS) newReader(name string, size int64, seq bool) (fileReader, error) {
 		release()
 		return nil, err
 	}
-	return sequential{Reader: r, s: s, release: release}, nil
+	return fs.book.reader(r, sequential{Reader: r, s: s, release: release}), nil
 }
 
 // sequential is a Reader whose ReadAt reads ahead: Pebble reads a

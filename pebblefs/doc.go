@@ -83,6 +83,25 @@
 // some overlays) get package fallback's std-fs, through fileio, as
 // everywhere in dio; Options.IO chooses otherwise.
 //
+// # Observing
+//
+// StatsOf(fsys) (or the FS's Stats method) sums what every file the FS
+// opened asked for and what the device moved, closed files included:
+// Stats.Write and Stats.Read are fileio's WriterStats and ReaderStats
+// (write and read amplification, fdatasync latencies), FreshReads the
+// reads fresh files served from memory. It finds the FS inside
+// wrappers that answer Unwrap, such as vfs.WithDiskHealthChecks, with
+// which pebblefs works: Options.Slow reports every file's reads, writes
+// and fdatasyncs still in flight past a threshold, once each, checking
+// every quarter of it; Pebble's disk-health checks, every 2 s, see the
+// writes and syncs. The process's counts by operation and path are
+// direct.Stats.
+//
+//	fsys, closer := vfs.WithDiskHealthChecks(pebblefs.New(&pebblefs.Options{Slow: slow}), 5*time.Second, nil, onSlowDisk)
+//	defer closer.Close()
+//	...
+//	s, _ := pebblefs.StatsOf(fsys)
+//
 // # The vfs.File contract, call by call
 //
 //   - Create removes an existing file and creates a new inode, never

@@ -25,6 +25,7 @@ type FS struct {
 	pool  *aligned.Pool // Options.Pool, or half of Options.Memory
 	ahead aheadBudget   // the other half: sequential files' read-ahead
 	fresh *freshFiles   // nil: Options.FreshFiles < 0
+	book  book          // the files' counts (Stats)
 }
 
 var _ vfs.FS = (*FS)(nil)

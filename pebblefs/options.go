@@ -4,6 +4,7 @@ import (
 	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/fallback"
+	"github.com/dio-storage/dio/fileio"
 )
 
 // Default budgets. Pebble's block cache and memtables are Pebble's own
@@ -78,6 +79,14 @@ type Options struct {
 	// writes and fdatasyncs (see package faults), as Pebble's errorfs
 	// does above the vfs.FS.
 	Faults direct.Injector
+	// Slow, when set, reports every file's read, write, fdatasync or
+	// truncate still in flight past Slow.Threshold, with the file's name,
+	// the offset and the length, once per operation, never delaying it
+	// (fileio's Options.Slow). It sees what vfs.WithDiskHealthChecks sees
+	// of writes and syncs, sooner (it checks every Threshold/4, Pebble's
+	// every 2 s), and reads besides. nil costs nothing; an invalid one
+	// fails every Create and Open with fileio.ErrInvalidOptions.
+	Slow *fileio.SlowPolicy
 }
 
 // DefaultFreshFiles returns Options.FreshFiles's default: a

@@ -146,6 +146,7 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 		want = p[:rest]
 	}
 	if f.fresh != nil && f.fs.fresh.readAt(f.fresh, want, off) {
+		f.fs.book.fresh(len(want))
 		if len(want) < len(p) {
 			return len(want), io.EOF
 		}

@@ -49,6 +49,37 @@ type BenchResult struct {
 	// Device is set when the directory is on a RAM-backed block device
 	// (see ramDevice), where CPU rather than a disk sets the pace.
 	Device string `json:"device,omitempty"`
+
+	// What direct.Stats saw of the run (its difference around it), as a
+	// service would see it: the device's bytes over the bytes dio's
+	// writers and readers were asked for (write amplification: padded
+	// tails written again; read amplification: reads rounded out to the
+	// alignment), and the p99 latency of the device writes, fdatasyncs
+	// and reads. Absent for rows that do not go through dio (fio,
+	// O_DIRECT pread) and for operations a row did not make.
+	WriteAmp   float64 `json:"write_amp,omitempty"`
+	WriteP99Us float64 `json:"write_p99_us,omitempty"`
+	SyncP99Us  float64 `json:"sync_p99_us,omitempty"`
+	ReadAmp    float64 `json:"read_amp,omitempty"`
+	ReadP99Us  float64 `json:"read_p99_us,omitempty"`
+}
+
+// dioFigures sets r's figures from d, direct.Stats's difference around
+// the run.
+func (r *BenchResult) dioFigures(d direct.IOStats) {
+	p99 := func(o direct.OpStats) float64 {
+		if o.Latency.Count() == 0 {
+			return 0
+		}
+		return float64(o.Latency.Quantile(0.99).Nanoseconds()) / 1000
+	}
+	if d.Write.Asked > 0 {
+		r.WriteAmp, r.WriteP99Us = float64(d.Write.Bytes)/float64(d.Write.Asked), p99(d.Write)
+		r.SyncP99Us = p99(d.Sync)
+	}
+	if d.Read.Asked > 0 {
+		r.ReadAmp, r.ReadP99Us = float64(d.Read.Bytes)/float64(d.Read.Asked), p99(d.Read)
+	}
 }
 
 // cpuPerOp returns µs of cpu per one of ops, or 0 when either is unknown.
@@ -239,7 +270,9 @@ func (b ingestRows) run(workloads []string, buffers []int) error {
 					}
 					b.progress.step(fmt.Sprintf("%s, %s buffers, %s%s", w, sizeName(int64(buf)), e.Name, b.round(run)), ingestCost(w, b.size))
 					c := ingest.Config{Dir: b.dir, Workload: w, Engine: e, Buffer: buf, Buffers: b.o.depth, Value: b.value, Bytes: b.size, Files: b.tmp}
+					before := direct.Stats()
 					r, err := ingest.Run(c)
+					d := direct.Stats().Sub(before)
 					if errors.Is(err, ingest.ErrUnavailable) {
 						b.skipped[e.Name] = err.Error()
 						continue
@@ -253,6 +286,7 @@ func (b ingestRows) run(workloads []string, buffers []int) error {
 						ElapsedMs:  float64(r.Elapsed.Microseconds()) / 1000,
 						CPUUsPerOp: cpuPerOp(r.CPU, (b.size+int64(buf)-1)/int64(buf)),
 					}
+					res.dioFigures(d)
 					if err := b.report(res); err != nil {
 						return err
 					}

@@ -240,10 +240,12 @@ func (b readBench) measure(row readRow, path string, offs []int64, run int) (Ben
 		i := slices.IndexFunc(engines, func(e ingest.Engine) bool { return e.Name == name })
 		c.Engine = engines[i]
 	}
+	before := direct.Stats()
 	r, err := ingest.RunRead(c)
 	if err != nil {
 		return res, err
 	}
+	res.dioFigures(direct.Stats().Sub(before))
 	res.Reads, res.ReadsS, res.MiBs = r.Reads, r.ReadsPerSec(), r.MiBs()
 	res.ElapsedMs = float64(r.Elapsed.Microseconds()) / 1000
 	res.CPUUsPerOp = cpuPerOp(r.CPU, r.Reads)

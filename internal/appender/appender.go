@@ -100,6 +100,12 @@ type Options struct {
 	// concurrent.go.
 	Lock sync.Locker
 
+	// Meter, for New, is the Meter the caller counts f's I/O in
+	// (fallback.WithMeter): the Appender reports its callers' writes and
+	// its retries to it (Stats) and closes it with Close or Discard.
+	// Create and OpenAppend make their own.
+	Meter *direct.Meter
+
 	// For Create and OpenAppend, which open the file themselves:
 	IO        fallback.Policy        // the I/O path (see package fallback); default Auto
 	Faults    direct.Injector        // tests: failures planted under the file (a faults.Plan)
@@ -238,7 +244,7 @@ func New(f File, o Options) (*Appender, error) {
 		o.Buffers = max(DefaultBuffers, 2*mergeSlots)
 	}
 	mergeSlots = max(1, min(mergeSlots, o.Buffers/2))
-	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, mergeSlots: mergeSlots, mu: lockerOr(o.Lock), retry: o.Retry}
+	ap := &Appender{f: f, pool: o.Pool, bufSize: o.BufferSize, align: a.Offset, grow: f.Mode().Direct, noSync: o.NoSync, mergeSlots: mergeSlots, mu: lockerOr(o.Lock), retry: o.Retry, meter: o.Meter}
 	// Writes in flight: one per merged write the ring holds, more only
 	// when flushes cut runs short (Submit then waits for a slot). Readers
 	// of the same file use queues of their own.
@@ -311,6 +317,19 @@ func (a *Appender) Err() error { return a.err }
 // and the next call writes again what failed before it appends.
 func (a *Appender) Write(p []byte) (int, error) {
 	a.meter.Asked(direct.OpWrite, len(p))
+	return a.writeAll(p)
+}
+
+// WriteTrailer is Write for the end of the record WriteRecord just
+// appended, written apart (blobio's seal of a large blob): its bytes
+// count with that record's, not as a call of their own.
+func (a *Appender) WriteTrailer(p []byte) (int, error) {
+	a.meter.AskedMore(direct.OpWrite, len(p))
+	return a.writeAll(p)
+}
+
+// writeAll appends p, retrying by the RetryPolicy.
+func (a *Appender) writeAll(p []byte) (int, error) {
 	n, err := a.write(p)
 	for try := 0; err != nil && a.again(err, &try); {
 		var k int

@@ -190,6 +190,10 @@ func Open(path string, o Options) (*Reader, error) {
 // callers asked for (zero for a Reader New made).
 func (r *Reader) Stats() direct.MeterStats { return r.meter.Stats() }
 
+// Meter returns the Meter Open made (nil after New), for a face that
+// counts its own callers' asks (blobio's blobs).
+func (r *Reader) Meter() *direct.Meter { return r.meter }
+
 // New returns a Reader over f, an open file that Close closes, reading up
 // to size. Pools in o that do not fit f give an error matching o.Invalid.
 func New(f fallback.File, size int64, o Options) (*Reader, error) {
