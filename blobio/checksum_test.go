@@ -282,18 +282,7 @@ func TestChecksumTornTail(t *testing.T) {
 			require.Equal(t, synced, last)
 			tc.tear(t, path, last, size)
 
-			r, err := blobio.Open(path, &blobio.Options{Checksum: true})
-			require.NoError(t, err)
-			s := blobio.NewScanner(r)
-			var got []string
-			for s.Scan() {
-				got = append(got, string(s.Bytes()))
-			}
-			require.NoError(t, s.Err())
-			assert.Equal(t, want, got)
-			assert.True(t, s.Torn())
-			assert.Equal(t, last, s.End())
-			require.NoError(t, r.Close())
+			requireTornAt(t, path, &blobio.Options{Checksum: true}, want, last)
 
 			// Without checksums the zeroed blob comes back as data.
 			if tc.name == "zeroed-then-zeros" {
@@ -301,7 +290,7 @@ func TestChecksumTornTail(t *testing.T) {
 				require.NoError(t, err)
 				assert.Len(t, blobs, len(want)+1, "the torn blob read back as a blob")
 
-				r, err = blobio.Open(path, &blobio.Options{Checksum: true, Size: size})
+				r, err := blobio.Open(path, &blobio.Options{Checksum: true, Size: size})
 				require.NoError(t, err)
 				s := blobio.NewScanner(r)
 				for s.Scan() {
@@ -310,18 +299,7 @@ func TestChecksumTornTail(t *testing.T) {
 				require.NoError(t, r.Close())
 			}
 
-			// Recovery goes on from End.
-			w, err = blobio.OpenAppend(path, last, &blobio.Options{Checksum: true})
-			require.NoError(t, err)
-			_, err = w.WriteBlob([]byte("after"))
-			require.NoError(t, err)
-			require.NoError(t, w.Close())
-			r, err = blobio.Open(path, &blobio.Options{Checksum: true})
-			require.NoError(t, err)
-			_, blobs, err := scanAll(t, r)
-			require.NoError(t, err)
-			assert.Equal(t, append(want, "after"), blobs)
-			require.NoError(t, r.Close())
+			appendAfterTorn(t, path, &blobio.Options{Checksum: true}, want, last) // recovery goes on from End
 		})
 	}
 }
@@ -546,8 +524,17 @@ func TestTornTailCutPlain(t *testing.T) {
 	require.Greater(t, last+20000, int64(cut))
 	require.NoError(t, os.Truncate(path, cut))
 
-	r, err := blobio.Open(path, nil)
+	requireTornAt(t, path, nil, want, last)
+	appendAfterTorn(t, path, nil, want, last)
+}
+
+// requireTornAt scans the file at path without Options.Size and requires
+// the blobs want, then a torn tail at last.
+func requireTornAt(t *testing.T, path string, o *blobio.Options, want []string, last int64) {
+	t.Helper()
+	r, err := blobio.Open(path, o)
 	require.NoError(t, err)
+	defer r.Close()
 	s := blobio.NewScanner(r)
 	var got []string
 	for s.Scan() {
@@ -557,17 +544,21 @@ func TestTornTailCutPlain(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.True(t, s.Torn())
 	assert.Equal(t, last, s.End())
-	require.NoError(t, r.Close())
+}
 
-	w, err = blobio.OpenAppend(path, s.End(), nil)
+// appendAfterTorn goes on writing from the torn tail at last, as a
+// recovery does, and requires the blobs want and then the new one.
+func appendAfterTorn(t *testing.T, path string, o *blobio.Options, want []string, last int64) {
+	t.Helper()
+	w, err := blobio.OpenAppend(path, last, o)
 	require.NoError(t, err)
 	_, err = w.WriteBlob([]byte("after"))
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
-	r, err = blobio.Open(path, nil)
+	r, err := blobio.Open(path, o)
 	require.NoError(t, err)
+	defer r.Close()
 	_, blobs, err := scanAll(t, r)
 	require.NoError(t, err)
 	assert.Equal(t, append(want, "after"), blobs)
-	require.NoError(t, r.Close())
 }
