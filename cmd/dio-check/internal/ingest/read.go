@@ -222,7 +222,7 @@ func (c ReadConfig) batches(r blobsReader) (ReadResult, error) {
 	start := time.Now()
 	c0, cpuOK := benchkit.ProcessCPU()
 	deadline := start.Add(c.Duration)
-	for time.Now().Before(deadline) {
+	for first := true; first || time.Now().Before(deadline); first = false { // at least one batch, however late
 		for i := range offs {
 			offs[i] = c.Offsets[rng.IntN(len(c.Offsets))]
 		}
@@ -311,7 +311,9 @@ func (c ReadConfig) parallel(newRead func() (read func(off int64) (int64, error)
 			ready.Done()
 			<-begin
 			t := &tallies[g]
-			for time.Now().Before(deadline) {
+			// At least one read each: on a loaded machine a reader can
+			// wake after the deadline, and a row of no reads says nothing.
+			for first := true; first || time.Now().Before(deadline); first = false {
 				n, err := read(c.Offsets[rng.IntN(len(c.Offsets))])
 				if err != nil {
 					t.err = err

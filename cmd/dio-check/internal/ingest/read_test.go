@@ -103,6 +103,23 @@ func TestRunRead(t *testing.T) {
 
 // TestRunReadStartsCold warms the file, then checks that a std-fs run
 // finds it dropped from the page cache: a cached file measures memory.
+// TestRunReadLate: a run whose readers all wake after its deadline (a
+// loaded machine; here a deadline of a nanosecond) still reads once per
+// reader, and a ReadBlobs run one batch: a row of no reads says nothing
+// (the ramfs matrix leg under -race once reported 0 reads/s).
+func TestRunReadLate(t *testing.T) {
+	path, offs := writeBlobFile(t, 1<<20)
+	e := ReadEngines()[0]
+	r, err := RunRead(ReadConfig{Path: path, Offsets: offs, Method: ReadBlob, Engine: e, Readers: 4, Duration: time.Nanosecond, Seed: 1})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, r.Reads, int64(4))
+	if HasReadBlobs() {
+		r, err = RunRead(ReadConfig{Path: path, Offsets: offs, Method: ReadBlobs, Engine: e, Batch: 8, Duration: time.Nanosecond, Seed: 1})
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, r.Reads, int64(8))
+	}
+}
+
 func TestRunReadStartsCold(t *testing.T) {
 	if memoryFS() {
 		t.Skip("a memory filesystem is its page cache")
