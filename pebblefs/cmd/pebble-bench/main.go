@@ -305,6 +305,12 @@ func child(c config, engine string) error {
 		po.Pool = p
 	}
 	fsys := engineFS(engine, po)
+	if pfs, ok := fsys.(*pebblefs.FS); ok {
+		memHook = func() string {
+			m := pfs.Memory()
+			return fmt.Sprintf("pebblefs: buffers %d, read-ahead %d, fresh %d MiB, read-ahead denied %d", m.Buffers>>20, m.ReadAhead>>20, m.Fresh>>20, m.ReadAheadDenied)
+		}
+	}
 	size := c.cache
 	if engine != "default" {
 		size = c.pebblefsCache
