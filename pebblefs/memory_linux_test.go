@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -276,5 +277,34 @@ func TestMemoryBudget(t *testing.T) {
 	files = nil
 	if m := fsys.Memory(); m.ReadAhead != 0 {
 		t.Errorf("%d bytes of read-ahead still counted with every file closed", m.ReadAhead)
+	}
+}
+
+// TestGoMemoryLimit: the limit is the process's memory less Pebble's
+// block cache and memtables and pebblefs's budgets, found through a
+// wrapper, less a sixteenth; never under its floor.
+func TestGoMemoryLimit(t *testing.T) {
+	lim := memoryLimit()
+	if lim < 4<<30 {
+		t.Skipf("the process may use %d MiB; the test sizes caches for 4 GiB", lim>>20)
+	}
+	cache := pebble.NewCache(1 << 30)
+	defer cache.Unref()
+	o := &pebble.Options{Cache: cache, MemTableSize: 64 << 20, MemTableStopWritesThreshold: 4}
+	fsys := New(&Options{Memory: 48 << 20, FreshFiles: 256 << 20})
+	want := lim - 1<<30 - 256<<20 - 48<<20 - 256<<20 - lim/16
+	wrapped, closer := vfs.WithDiskHealthChecks(fsys, time.Hour, nil, func(vfs.DiskSlowInfo) {})
+	defer closer.Close()
+	got := GoMemoryLimit(wrapped, o)
+	if got != want {
+		t.Errorf("GoMemoryLimit = %d MiB, want %d MiB (limit %d MiB)", got>>20, want>>20, lim>>20)
+	}
+	if d := GoMemoryLimit(vfs.Default, o); d != want+256<<20+48<<20 {
+		t.Errorf("GoMemoryLimit on vfs.Default = %d MiB, want %d MiB", d>>20, (want+256<<20+48<<20)>>20)
+	}
+	huge := pebble.NewCache(lim)
+	defer huge.Unref()
+	if got := GoMemoryLimit(fsys, &pebble.Options{Cache: huge}); got != minGoMemoryLimit {
+		t.Errorf("GoMemoryLimit with a cache past the limit = %d, want the floor %d", got, minGoMemoryLimit)
 	}
 }

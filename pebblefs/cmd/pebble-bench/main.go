@@ -6,7 +6,7 @@
 //	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
 //	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
 //	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-readahead SIZE]
-//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-json] [-metrics] DIR
+//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-go-limit=false] [-json] [-metrics] DIR
 //
 // The workloads are YCSB's core ones: load (insert every record, keys
 // hashed over the key space), A (50% reads, 50% updates), B (95/5), C
@@ -22,7 +22,12 @@
 // the child ends, and a signal ends the child first. Needs root for the
 // cgroup; -memory 0 runs without one. Each workload also reports the time
 // Pebble stalled writes and the CPU its process used; -metrics prints
-// Pebble's own metrics and what its flushes and compactions took.
+// Pebble's own metrics and what its flushes and compactions took. In a
+// cgroup each child sets the Go runtime's soft memory limit to
+// pebblefs.GoMemoryLimit (the cgroup's limit less the block cache, the
+// memtables and pebblefs's budgets), as a program running Pebble in a
+// container should; -go-limit=false leaves Go to GOGC alone.
+// PEBBLE_BENCH_MEMSTATS=1 prints where each child's memory is.
 //
 // "pebble-bench pressure" measures a page-cache co-tenant (fio) in one
 // memory cgroup with Pebble ingesting, on each engine (see pressure.go).
@@ -38,6 +43,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -71,6 +77,7 @@ type config struct {
 	fresh, fsMemory    int64 // pebblefs.Options' FreshFiles and Memory (0: its defaults; fresh < 0: none)
 	json               bool
 	metrics            bool
+	goLimit            bool // set the Go runtime's soft memory limit (pebblefs.GoMemoryLimit)
 	dir                string
 }
 
@@ -127,6 +134,7 @@ func parseFlags(args []string) (config, error) {
 	fsMemory := fs.String("fs-memory", "0", "pebblefs's budget for file buffers and read-ahead, Options.Memory (0: its default, 16MiB)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
 	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
+	fs.BoolVar(&c.goLimit, "go-limit", true, "give each engine's Go runtime the soft memory limit pebblefs.GoMemoryLimit computes from the cgroup, the block cache, the memtables and pebblefs's budgets (false: GOGC alone)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -318,7 +326,15 @@ func child(c config, engine string) error {
 	cache := pebble.NewCache(size)
 	defer cache.Unref()
 	var stalls stallClock
-	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener(), MemTableSize: uint64(c.memtable)})
+	opts := &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener(), MemTableSize: uint64(c.memtable)}
+	if c.goLimit && cg != nil {
+		lim := pebblefs.GoMemoryLimit(fsys, opts)
+		debug.SetMemoryLimit(lim)
+		if os.Getenv(memStatsEnv) != "" {
+			fmt.Fprintf(os.Stderr, "memstats: Go memory limit %d MiB\n", lim>>20)
+		}
+	}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return err
 	}
