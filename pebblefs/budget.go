@@ -138,14 +138,6 @@ func (b *aheadBudget) forget(pr *prefetcher) {
 	b.mu.Unlock()
 }
 
-// reserve reserves n bytes and returns the function that gives them
-// back, or nil when the budget does not hold them.
-func (b *aheadBudget) reserve(n int64) func() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.reserveLocked(n)
-}
-
 func (b *aheadBudget) reserveLocked(n int64) func() {
 	if b.used+n > b.limit {
 		return nil
