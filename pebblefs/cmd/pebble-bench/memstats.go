@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -18,6 +19,10 @@ import (
 // beside those two: dio's aligned buffers, and malloc's own slack.
 const memStatsEnv = "PEBBLE_BENCH_MEMSTATS"
 
+// smapsEnv names a directory where a child with memStatsEnv set keeps a
+// copy of /proc/self/smaps from the moment its RssAnon peaked.
+const smapsEnv = "PEBBLE_BENCH_SMAPS"
+
 func startMemStats(db *pebble.DB) func() {
 	if os.Getenv(memStatsEnv) == "" {
 		return func() {}
@@ -26,6 +31,7 @@ func startMemStats(db *pebble.DB) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		peak := int64(0)
 		t := time.NewTicker(2 * time.Second)
 		defer t.Stop()
 		for {
@@ -35,6 +41,14 @@ func startMemStats(db *pebble.DB) func() {
 			case <-t.C:
 			}
 			fmt.Fprintln(os.Stderr, memLine(db))
+			if dir := os.Getenv(smapsEnv); dir != "" {
+				if a := statusKB("RssAnon"); a > peak {
+					peak = a
+					if data, err := os.ReadFile("/proc/self/smaps"); err == nil {
+						_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("smaps-%d", os.Getpid())), data, 0o644)
+					}
+				}
+			}
 		}
 	}()
 	return func() { close(stop); <-done }
