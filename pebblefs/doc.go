@@ -84,6 +84,11 @@
 //	debug.SetMemoryLimit(pebblefs.GoMemoryLimit(fsys, opts))
 //	db, err := pebble.Open(dir, opts)
 //
+// Pebble's C memory comes from glibc's malloc, whose arenas (up to eight
+// per CPU) keep freed block-cache memory as slack: MALLOC_ARENA_MAX=2 in
+// the environment halved it in pebble-bench's runs (pebblefs/README.md).
+// (*FS).Memory reports what pebblefs's budgets hold at a moment.
+//
 // # Versions
 //
 // pebblefs is a module of its own (github.com/dio-storage/dio/pebblefs),
