@@ -85,8 +85,12 @@
 //	db, err := pebble.Open(dir, opts)
 //
 // Pebble's C memory comes from glibc's malloc, whose arenas (up to eight
-// per CPU) keep freed block-cache memory as slack: MALLOC_ARENA_MAX=2 in
-// the environment halved it in pebble-bench's runs (pebblefs/README.md).
+// per CPU) keep the block-cache memory Pebble frees: in pebble-bench's
+// 8× run with a block cache of half a 256 MiB cgroup they held 91 MiB
+// beside it and the process was OOM-killed; with MALLOC_ARENA_MAX=2 in
+// the environment at most 30 MiB were left beside it and it ran
+// (pebblefs/README.md). Set it for a program that runs Pebble in a
+// container.
 // (*FS).Memory reports what pebblefs's budgets hold at a moment.
 //
 // # Versions

@@ -6,7 +6,7 @@
 //	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
 //	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
 //	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-readahead SIZE]
-//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-go-limit=false] [-json] [-metrics] DIR
+//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-go-limit=false] [-malloc-arenas N] [-json] [-metrics] DIR
 //
 // The workloads are YCSB's core ones: load (insert every record, keys
 // hashed over the key space), A (50% reads, 50% updates), B (95/5), C
@@ -26,8 +26,9 @@
 // cgroup each child sets the Go runtime's soft memory limit to
 // pebblefs.GoMemoryLimit (the cgroup's limit less the block cache, the
 // memtables and pebblefs's budgets), as a program running Pebble in a
-// container should, and caps glibc's malloc arenas (MALLOC_ARENA_MAX=2,
-// where Pebble's C memory lives); -go-limit=false does neither.
+// container should (-go-limit=false: GOGC alone), and caps glibc's
+// malloc arenas, where Pebble's C memory lives (-malloc-arenas 2; 0:
+// glibc's default).
 // PEBBLE_BENCH_MEMSTATS=1 prints where each child's memory is.
 //
 // "pebble-bench pressure" measures a page-cache co-tenant (fio) in one
@@ -63,15 +64,14 @@ import (
 
 // arenaEnv caps glibc malloc's arenas, where Pebble's block cache and
 // memtables live (cgo's calloc): by default a process gets up to eight
-// per CPU, and in a 1,000,000-record run in a 128 MiB cgroup (block
-// cache 64 MiB, workload E) their slack was 22 MiB of anonymous memory
-// beside the 69 MiB Pebble had allocated, against 11 MiB with two. A
-// child in a cgroup gets arenas (unless the environment sets it or
-// -go-limit=false), as a program running Pebble in a container should.
-const (
-	arenaEnv = "MALLOC_ARENA_MAX"
-	arenas   = "2"
-)
+// per CPU, each keeping freed memory. In the issue 31 setup (2,000,000
+// records, 256 MiB cgroup, 128 MiB block cache) pebblefs was OOM-killed
+// in E with 91 MiB of anonymous memory that was neither Go's nor
+// Pebble's allocations (pebblefs's budgets counted 15), and ran with
+// at most 30 MiB of it with two arenas (pebblefs/README.md). A child in a
+// cgroup gets -malloc-arenas (2; 0: glibc's default) unless the
+// environment sets it, as a program running Pebble in a container should.
+const arenaEnv = "MALLOC_ARENA_MAX"
 
 const (
 	childEnv  = "PEBBLE_BENCH_CHILD"  // the engine a child runs
@@ -91,6 +91,7 @@ type config struct {
 	json               bool
 	metrics            bool
 	goLimit            bool // set the Go runtime's soft memory limit (pebblefs.GoMemoryLimit)
+	arenas             int  // MALLOC_ARENA_MAX for a child in a cgroup (0: glibc's default)
 	dir                string
 }
 
@@ -147,7 +148,8 @@ func parseFlags(args []string) (config, error) {
 	fsMemory := fs.String("fs-memory", "0", "pebblefs's budget for file buffers and read-ahead, Options.Memory (0: its default, 16MiB)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
 	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
-	fs.BoolVar(&c.goLimit, "go-limit", true, "give each engine's Go runtime the soft memory limit pebblefs.GoMemoryLimit computes from the cgroup, the block cache, the memtables and pebblefs's budgets, and MALLOC_ARENA_MAX=2 (false: GOGC and glibc's defaults)")
+	fs.BoolVar(&c.goLimit, "go-limit", true, "give each engine's Go runtime the soft memory limit pebblefs.GoMemoryLimit computes from the cgroup, the block cache, the memtables and pebblefs's budgets (false: GOGC alone)")
+	fs.IntVar(&c.arenas, "malloc-arenas", 2, "MALLOC_ARENA_MAX for each engine in a cgroup: glibc's arenas hold Pebble's C memory and keep what it frees (0: glibc's default, eight per CPU)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -244,8 +246,8 @@ func runChild(c config, engine string) ([]result, error) {
 		}
 		defer cg.Remove()
 		cmd.Env = append(cmd.Env, cgroupEnv+"="+cg.Ref())
-		if c.goLimit && os.Getenv(arenaEnv) == "" {
-			cmd.Env = append(cmd.Env, arenaEnv+"="+arenas)
+		if c.arenas > 0 && os.Getenv(arenaEnv) == "" {
+			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", arenaEnv, c.arenas))
 		}
 	}
 	out, err := cmd.StdoutPipe()
