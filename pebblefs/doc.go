@@ -88,7 +88,8 @@
 // per CPU) keep the block-cache memory Pebble frees: in pebble-bench's
 // 8× run with a block cache of half a 256 MiB cgroup they held 91 MiB
 // beside it and the process was OOM-killed; with MALLOC_ARENA_MAX=2 in
-// the environment at most 30 MiB were left beside it and it ran
+// the environment what was left beside it, pebblefs's budgets included,
+// stayed at 30 MiB and it ran
 // (pebblefs/README.md). Set it for a program that runs Pebble in a
 // container.
 // (*FS).Memory reports what pebblefs's budgets hold at a moment.
