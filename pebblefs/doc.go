@@ -85,12 +85,12 @@
 //	db, err := pebble.Open(dir, opts)
 //
 // Pebble's C memory comes from glibc's malloc, whose arenas (up to eight
-// per CPU) keep the block-cache memory Pebble frees: in pebble-bench's
-// 8× run with a block cache of half a 256 MiB cgroup they held 91 MiB
-// beside it and the process was OOM-killed; with MALLOC_ARENA_MAX=2 in
-// the environment what was left beside it, pebblefs's budgets included,
-// stayed at 30 MiB and it ran
-// (pebblefs/README.md). Set it for a program that runs Pebble in a
+// per CPU) keep the block-cache memory Pebble frees. In pebble-bench's
+// 8× run with a block cache of half a 256 MiB cgroup, 91 MiB of
+// anonymous memory were neither Go's nor Pebble's allocations (15 of
+// them pebblefs's budgets) and the process was OOM-killed; with
+// MALLOC_ARENA_MAX=2 in the environment that stayed at 30 MiB and it
+// ran (pebblefs/README.md). Set it for a program that runs Pebble in a
 // container.
 // (*FS).Memory reports what pebblefs's budgets hold at a moment.
 //
