@@ -59,13 +59,15 @@ func (fs *FS) newWriter(name string) (fileWriter, error) {
 }
 
 // newReader opens name to read its first size bytes (0: the whole file),
-// with read-ahead when seq, as much as the budget's read-ahead holds.
+// with read-ahead when seq, as much as the budget's read-ahead holds
+// (none when it is spent).
 func (fs *FS) newReader(name string, size int64, seq bool) (fileReader, error) {
 	o := fs.fileOptions()
 	o.Size = size
 	var release func()
 	if seq {
 		o.ReadAhead, release = fs.ahead.take(cmp.Or(fs.o.ReadAhead, seqReadAhead))
+		seq = release != nil // the budget is spent: read through the pool
 	}
 	r, err := fileio.Open(name, o)
 	if err != nil || !seq {

@@ -4,62 +4,138 @@ import "sync"
 
 // Read-ahead sizes a sequential file can get from the budget.
 const (
-	// minReadAhead is the least read-ahead a sequential file gets, even
-	// when the budget is spent: block by block (4 KiB O_DIRECT reads) a
+	// minReadAhead is the least read-ahead a sequential file gets while
+	// the budget holds it: block by block (4 KiB O_DIRECT reads) a
 	// compaction ran at a fifth of its speed (issue 31: a 2 GB load at
-	// 5,000 against 24,600 inserts/s), and its 128 KiB of memory is
-	// bounded by the compactions' inputs, not by the files open. The
-	// kernel's own read-ahead window is 128 KiB (read_ahead_kb).
+	// 5,000 against 24,600 inserts/s). The kernel's own read-ahead
+	// window is 128 KiB (read_ahead_kb).
 	minReadAhead = 64 << 10
 
 	// seqReadAhead is a sequential file's read-ahead while the budget
 	// holds it, unless Options.ReadAhead says otherwise: twice the
-	// kernel's FADV_SEQUENTIAL window, so that an L0 compaction reading
-	// twenty inputs at once fits the default budget.
+	// kernel's FADV_SEQUENTIAL window.
 	seqReadAhead = 512 << 10
 	// maxSeqRead is fileio's largest read-ahead read (its maxSeqRead):
 	// a Sequential maps ReadAhead plus one of these, or twice a smaller
 	// ReadAhead.
 	maxSeqRead = 512 << 10
+
+	// floorShare is the share of the read-ahead budget kept for
+	// minReadAhead grants: larger read-ahead is granted only while a
+	// quarter of the budget stays free, so that the inputs a compaction
+	// opens last (an L0 compaction opens one per sublevel, twenty and
+	// more when L0 is deep) still read ahead: 2.7 MiB of the default
+	// budget are 21 of them.
+	floorShare = 4
 )
 
-// aheadBudget is the read-ahead half of Options.Memory: the windows of
+// aheadBudget is the read-ahead part of Options.Memory: the windows of
 // every file Pebble reads in order (a compaction's inputs, one per L0
-// sublevel and level) come out of it, so that twenty inputs open at once
-// do not map twenty times 2.5 MiB.
+// sublevel and level; an iterator's long scan) and its Prefetches come
+// out of it, and nothing is granted past its limit: what pebblefs holds
+// for read-ahead is the budget, however many compactions, scans and
+// files there are. Prefetches take at most half of it, and a prefetch
+// nobody read (its iterator stopped; Pebble keeps the file open in its
+// file cache) is taken back, the oldest first, when a sequential file or
+// a newer Prefetch finds the budget spent.
 type aheadBudget struct {
 	mu          sync.Mutex
 	limit, used int64
+	prefetched  int64                  // of used, Prefetches'
+	pres        map[*prefetcher]uint64 // files with a prefetch, by when it started
+	tick        uint64
+	denied      int64 // sequential opens that got no read-ahead: the budget was spent
 }
 
 // aheadCost is the memory a Sequential with read-ahead ra maps.
 func aheadCost(ra int) int64 { return int64(ra + min(ra, maxSeqRead)) }
 
 // take reserves the largest read-ahead from want down to minReadAhead,
-// halving, that the budget still holds, and returns it with the
-// function that gives it back. When none fits it still grants
-// minReadAhead, counted, past the limit: a compaction must not read
-// block by block, and what it takes beyond the budget is bounded by the
-// compactions' inputs open at once.
+// halving, that the budget still holds (above minReadAhead only while a
+// floorShare-th of it stays free), and returns it with the function that
+// gives it back. When not even minReadAhead fits it takes prefetches
+// back, oldest first, and when none is left it returns 0 and nil: the
+// file is read without read-ahead, through the buffer pool, rather than
+// past the budget.
 func (b *aheadBudget) take(want int) (int, func()) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	want = max(want, minReadAhead)
-	for ra := want; ra >= minReadAhead; ra /= 2 {
-		if put := b.reserveLocked(aheadCost(ra)); put != nil {
-			return ra, put
+	for {
+		b.mu.Lock()
+		for ra := want; ra >= minReadAhead; ra /= 2 {
+			if ra > minReadAhead && b.used+aheadCost(ra) > b.limit-b.limit/floorShare {
+				continue
+			}
+			if put := b.reserveLocked(aheadCost(ra)); put != nil {
+				b.mu.Unlock()
+				return ra, put
+			}
 		}
+		victim := b.oldestLocked(nil)
+		if victim == nil {
+			b.denied++
+			b.mu.Unlock()
+			return 0, nil
+		}
+		b.mu.Unlock()
+		victim.takeBack()
 	}
-	b.used += aheadCost(minReadAhead)
-	return minReadAhead, b.giveBack(aheadCost(minReadAhead))
 }
 
-// reserve reserves n bytes (a Prefetch's) and returns the function that
-// gives them back, or nil when the budget does not hold them.
-func (b *aheadBudget) reserve(n int64) func() {
+// reservePrefetch reserves n bytes for pr's prefetch and returns the
+// function that gives them back, or nil when the budget does not hold
+// them; then the oldest other prefetch, if any, is taken back for the
+// next one.
+func (b *aheadBudget) reservePrefetch(pr *prefetcher, n int64) func() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.reserveLocked(n)
+	if b.prefetched+n <= b.limit/2 {
+		if put := b.reserveLocked(n); put != nil {
+			b.prefetched += n
+			if b.pres == nil {
+				b.pres = map[*prefetcher]uint64{}
+			}
+			b.tick++
+			b.pres[pr] = b.tick
+			b.mu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					b.mu.Lock()
+					b.prefetched -= n
+					b.mu.Unlock()
+					put()
+				})
+			}
+		}
+	}
+	victim := b.oldestLocked(pr)
+	b.mu.Unlock()
+	if victim != nil {
+		victim.tryTakeBack()
+	}
+	return nil
+}
+
+// oldestLocked returns the file with the oldest prefetch other than
+// not, forgetting it, or nil. b.mu is held.
+func (b *aheadBudget) oldestLocked(not *prefetcher) *prefetcher {
+	var v *prefetcher
+	for pr, t := range b.pres {
+		if pr != not && (v == nil || t < b.pres[v]) {
+			v = pr
+		}
+	}
+	if v != nil {
+		delete(b.pres, v)
+	}
+	return v
+}
+
+// forget drops pr from the prefetches that can be taken back: its
+// prefetch was read, replaced or dropped.
+func (b *aheadBudget) forget(pr *prefetcher) {
+	b.mu.Lock()
+	delete(b.pres, pr)
+	b.mu.Unlock()
 }
 
 func (b *aheadBudget) reserveLocked(n int64) func() {

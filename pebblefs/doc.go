@@ -18,9 +18,9 @@
 // sstable's block with its 5-byte trailer); a handle opened with
 // vfs.SequentialReadsOption, as Pebble opens a compaction's inputs, reads
 // through a fileio.Sequential, which keeps up to Options.ReadAhead (512
-// KiB while the budget lasts) in flight ahead of it, where vfs.Default would ask the kernel for
-// read-ahead into the page cache with FADV_SEQUENTIAL; a fresh file
-// (below) is read from memory instead.
+// KiB while the budget lasts) in flight ahead of it, where vfs.Default
+// would ask the kernel for read-ahead into the page cache with
+// FADV_SEQUENTIAL; a fresh file (below) is read from memory instead.
 //
 // # Memory: give Pebble a block cache
 //
@@ -41,9 +41,10 @@
 //   - Options.Memory (DefaultMemory, 16 MiB): a third a pool of aligned
 //     buffers that every writer fills and every read goes through
 //     (readers hold none between reads), the rest the read-ahead of
-//     compactions and Prefetch. Before it, each open sstable kept 148
-//     KiB of read buffers of its own: 87 MiB for 600 open files, the
-//     ~150 MB that OOM-killed Pebble in a 256 MiB cgroup (issue 31).
+//     compactions, long scans and Prefetch, never granted past it (a
+//     compaction input that finds it spent reads through the pool).
+//     Before it, each open sstable kept 148 KiB of read buffers of its
+//     own: 87 MiB for 600 open files.
 //   - Options.FreshFiles (DefaultFreshFiles: a sixteenth of the memory
 //     limit, 8 MiB to 1 GiB): the sstables and blob files Pebble just
 //     wrote, kept in memory as they are written and read from there
@@ -61,6 +62,37 @@
 // their inputs back from the device (a write-heavy store much larger
 // than memory), the block cache when reads are hot. pebblefs/README.md
 // has the splits measured.
+//
+// # Memory: give the Go heap a limit
+//
+// Pebble's block cache and memtables are C memory and pebblefs's budgets
+// are mappings of their own, all outside the Go heap; what Pebble keeps
+// on the heap (iterators, the sstable writers of flushes and
+// compactions, the file cache's open tables) the runtime lets grow to
+// twice what is live before it collects (GOGC=100). On vfs.Default the
+// kernel reclaims page cache when that headroom meets the container's
+// limit; with a block cache that took the page cache's place there is
+// nothing left to reclaim, and the process is OOM-killed. GoMemoryLimit
+// returns the soft limit (debug.SetMemoryLimit, GOMEMLIMIT) that keeps
+// the heap within what the caches and budgets leave of the container.
+// pebblefs does not set it, since it is the whole process's; a program
+// running Pebble on pebblefs in a container should, once its options
+// are filled:
+//
+//	fsys := pebblefs.New(nil)
+//	opts := &pebble.Options{FS: fsys, Cache: cache}
+//	debug.SetMemoryLimit(pebblefs.GoMemoryLimit(fsys, opts))
+//	db, err := pebble.Open(dir, opts)
+//
+// Pebble's C memory comes from glibc's malloc, whose arenas (up to eight
+// per CPU) keep the block-cache memory Pebble frees. In pebble-bench's
+// 8× run with a block cache of half a 256 MiB cgroup, 91 MiB of
+// anonymous memory were neither Go's nor Pebble's allocations (15 of
+// them pebblefs's budgets) and the process was OOM-killed; with
+// MALLOC_ARENA_MAX=2 in the environment that stayed at 30 MiB and it
+// ran (pebblefs/README.md). Set it for a program that runs Pebble in a
+// container.
+// (*FS).Memory reports what pebblefs's budgets hold at a moment.
 //
 // # Versions
 //
@@ -127,7 +159,9 @@
 //     it and copies from it. Pebble's iterators call it on a file they
 //     read in order (64 KiB growing to 256 KiB), then move to a
 //     SequentialReadsOption handle, which reads ahead: ReadAhead (512
-//     KiB) in flight while the budget lasts, 64 KiB when it is spent.
+//     KiB) in flight while the budget lasts, down to 64 KiB, none (reads
+//     through the buffer pool) when it is spent. A prefetch its iterator
+//     never read is taken back when the budget is needed.
 //   - Fd is the real descriptor, opened with O_DIRECT.
 //   - A file still being written here can be opened and read (Pebble's
 //     checkpoints copy the live MANIFEST and WAL): a read past what the

@@ -19,7 +19,8 @@ const maxPrefetch = 256 << 10
 // starts it, and a ReadAt inside its range waits for it and copies from
 // it instead of reading the device. Its memory comes from the read-ahead
 // half of Options.Memory and goes back when a read passes its end, the
-// next Prefetch replaces it, or the file closes.
+// next Prefetch replaces it, the file closes, or the budget takes it
+// back for a newer one or for a sequential file (aheadBudget).
 type prefetch struct {
 	off  int64
 	buf  []byte
@@ -33,7 +34,8 @@ type prefetch struct {
 type prefetcher struct {
 	mu     sync.Mutex
 	p      *prefetch
-	active atomic.Bool // p != nil: a read without a prefetch takes no lock
+	active atomic.Bool  // p != nil: a read without a prefetch takes no lock
+	ahead  *aheadBudget // where p's memory comes from, once a Prefetch ran
 }
 
 // Prefetch starts reading n bytes at off into memory, so that the
@@ -60,7 +62,8 @@ func (f *readFile) Prefetch(off, n int64) error {
 		return nil
 	}
 	f.pre.dropLocked()
-	put := f.fs.ahead.reserve(n)
+	f.pre.ahead = &f.fs.ahead
+	put := f.fs.ahead.reservePrefetch(&f.pre, n)
 	if put == nil {
 		return nil
 	}
@@ -120,10 +123,38 @@ func (pr *prefetcher) dropLocked() {
 	}
 	pr.p = nil
 	pr.active.Store(false)
+	if pr.ahead != nil {
+		pr.ahead.forget(pr)
+	}
 	go func() {
 		<-p.done
 		p.put()
 	}()
+}
+
+// takeBack drops the prefetch, unread, and gives its memory back once
+// its read is done, before it returns: the budget needs it for a
+// sequential file.
+func (pr *prefetcher) takeBack() {
+	pr.mu.Lock()
+	p := pr.p
+	pr.dropLocked()
+	pr.mu.Unlock()
+	if p != nil {
+		<-p.done
+		p.put()
+	}
+}
+
+// tryTakeBack drops the prefetch, unread, unless its file is busy with
+// it: a newer Prefetch needs the memory, and must not wait for a lock
+// another file's Prefetch may hold while it waits for this one's.
+func (pr *prefetcher) tryTakeBack() {
+	if !pr.mu.TryLock() {
+		return
+	}
+	pr.dropLocked()
+	pr.mu.Unlock()
 }
 
 // close drops the prefetch and waits for its read.

@@ -44,14 +44,8 @@ func (fs *FS) Stats() Stats { return fs.book.stats() }
 // (vfs.WithDiskHealthChecks's FS, or any other that answers Unwrap with
 // the FS inside), and false for an FS with no pebblefs inside.
 func StatsOf(fsys vfs.FS) (Stats, bool) {
-	for range 100 { // a wrapper's Unwrap could lead back to itself
-		switch f := fsys.(type) {
-		case nil:
-			return Stats{}, false
-		case *FS:
-			return f.Stats(), true
-		}
-		fsys = fsys.Unwrap()
+	if f := find(fsys); f != nil {
+		return f.Stats(), true
 	}
 	return Stats{}, false
 }

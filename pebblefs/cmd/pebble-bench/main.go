@@ -6,7 +6,7 @@
 //	pebble-bench [-fs default,pebblefs] [-records 1000000] [-ops 200000]
 //	    [-workloads load,a,b,c,e] [-threads 4] [-value 1024]
 //	    [-cache 256MiB] [-pebblefs-cache SIZE] [-memory 1GiB] [-readahead SIZE]
-//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-json] [-metrics] DIR
+//	    [-buffers N] [-pool SIZE] [-memtable SIZE] [-go-limit=false] [-malloc-arenas N] [-json] [-metrics] DIR
 //
 // The workloads are YCSB's core ones: load (insert every record, keys
 // hashed over the key space), A (50% reads, 50% updates), B (95/5), C
@@ -22,7 +22,14 @@
 // the child ends, and a signal ends the child first. Needs root for the
 // cgroup; -memory 0 runs without one. Each workload also reports the time
 // Pebble stalled writes and the CPU its process used; -metrics prints
-// Pebble's own metrics and what its flushes and compactions took.
+// Pebble's own metrics and what its flushes and compactions took. In a
+// cgroup each child sets the Go runtime's soft memory limit to
+// pebblefs.GoMemoryLimit (the cgroup's limit less the block cache, the
+// memtables and pebblefs's budgets), as a program running Pebble in a
+// container should (-go-limit=false: GOGC alone), and caps glibc's
+// malloc arenas, where Pebble's C memory lives (-malloc-arenas 2; 0:
+// glibc's default).
+// PEBBLE_BENCH_MEMSTATS=1 prints where each child's memory is.
 //
 // "pebble-bench pressure" measures a page-cache co-tenant (fio) in one
 // memory cgroup with Pebble ingesting, on each engine (see pressure.go).
@@ -38,6 +45,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -53,6 +61,17 @@ import (
 	"github.com/dio-storage/dio/pebblefs"
 	"github.com/dustin/go-humanize"
 )
+
+// arenaEnv caps glibc malloc's arenas, where Pebble's block cache and
+// memtables live (cgo's calloc): by default a process gets up to eight
+// per CPU, each keeping freed memory. In the issue 31 setup (2,000,000
+// records, 256 MiB cgroup, 128 MiB block cache) pebblefs was OOM-killed
+// in E with 91 MiB of anonymous memory that was neither Go's nor
+// Pebble's allocations (pebblefs's budgets counted 15), and ran with
+// at most 30 MiB of it with two arenas (pebblefs/README.md). A child in a
+// cgroup gets -malloc-arenas (2; 0: glibc's default) unless the
+// environment sets it, as a program running Pebble in a container should.
+const arenaEnv = "MALLOC_ARENA_MAX"
 
 const (
 	childEnv  = "PEBBLE_BENCH_CHILD"  // the engine a child runs
@@ -71,6 +90,8 @@ type config struct {
 	fresh, fsMemory    int64 // pebblefs.Options' FreshFiles and Memory (0: its defaults; fresh < 0: none)
 	json               bool
 	metrics            bool
+	goLimit            bool // set the Go runtime's soft memory limit (pebblefs.GoMemoryLimit)
+	arenas             int  // MALLOC_ARENA_MAX for a child in a cgroup (0: glibc's default)
 	dir                string
 }
 
@@ -127,6 +148,8 @@ func parseFlags(args []string) (config, error) {
 	fsMemory := fs.String("fs-memory", "0", "pebblefs's budget for file buffers and read-ahead, Options.Memory (0: its default, 16MiB)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
 	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
+	fs.BoolVar(&c.goLimit, "go-limit", true, "give each engine's Go runtime the soft memory limit pebblefs.GoMemoryLimit computes from the cgroup, the block cache, the memtables and pebblefs's budgets (false: GOGC alone)")
+	fs.IntVar(&c.arenas, "malloc-arenas", 2, "MALLOC_ARENA_MAX for each engine in a cgroup: glibc's arenas hold Pebble's C memory and keep what it frees (0: glibc's default, eight per CPU)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -223,6 +246,9 @@ func runChild(c config, engine string) ([]result, error) {
 		}
 		defer cg.Remove()
 		cmd.Env = append(cmd.Env, cgroupEnv+"="+cg.Ref())
+		if c.arenas > 0 && os.Getenv(arenaEnv) == "" {
+			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", arenaEnv, c.arenas))
+		}
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -305,6 +331,12 @@ func child(c config, engine string) error {
 		po.Pool = p
 	}
 	fsys := engineFS(engine, po)
+	if pfs, ok := fsys.(*pebblefs.FS); ok {
+		memHook = func() string {
+			m := pfs.Memory()
+			return fmt.Sprintf("pebblefs: buffers %d, read-ahead %d, fresh %d MiB, read-ahead denied %d", m.Buffers>>20, m.ReadAhead>>20, m.Fresh>>20, m.ReadAheadDenied)
+		}
+	}
 	size := c.cache
 	if engine != "default" {
 		size = c.pebblefsCache
@@ -312,7 +344,15 @@ func child(c config, engine string) error {
 	cache := pebble.NewCache(size)
 	defer cache.Unref()
 	var stalls stallClock
-	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener(), MemTableSize: uint64(c.memtable)})
+	opts := &pebble.Options{FS: fsys, Cache: cache, Logger: quiet{}, EventListener: stalls.listener(), MemTableSize: uint64(c.memtable)}
+	if c.goLimit && cg != nil {
+		lim := pebblefs.GoMemoryLimit(fsys, opts)
+		debug.SetMemoryLimit(lim)
+		if os.Getenv(memStatsEnv) != "" {
+			fmt.Fprintf(os.Stderr, "memstats: Go memory limit %d MiB\n", lim>>20)
+		}
+	}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return err
 	}

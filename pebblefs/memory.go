@@ -1,0 +1,44 @@
+//go:build unix
+
+package pebblefs
+
+// MemoryStats is the memory an FS holds beside Pebble's block cache and
+// memtables, at one moment: every byte of it comes from Options.Memory
+// (Buffers and ReadAhead) or Options.FreshFiles (Fresh), whatever the
+// number of files Pebble keeps open. Beyond it pebblefs holds only what
+// a read in progress borrows when the buffer pool is spent (one buffer
+// per read, freed when it returns) and each open file's descriptor and
+// bookkeeping on the Go heap (under 2 KiB a file).
+type MemoryStats struct {
+	// Buffers is the buffer pool's memory, buffers in use or idle: at
+	// most a third of Options.Memory, or Options.Pool's.
+	Buffers int64
+	// ReadAhead is the read-ahead the files Pebble reads in order hold,
+	// and Prefetch's reads: at most two thirds of Options.Memory.
+	ReadAhead int64
+	// Fresh is the fresh files' bytes: at most Options.FreshFiles.
+	Fresh int64
+	// ReadAheadDenied counts the sequential opens (compaction inputs,
+	// long scans) that got no read-ahead since New because the budget
+	// was spent: they read through the buffer pool. Many of them say
+	// Options.Memory is too small for the compactions that run at once.
+	ReadAheadDenied int64
+}
+
+// Total returns the bytes held: Buffers, ReadAhead and Fresh.
+func (m MemoryStats) Total() int64 { return m.Buffers + m.ReadAhead + m.Fresh }
+
+// Memory returns what fs holds now beside Pebble's block cache and
+// memtables.
+func (fs *FS) Memory() MemoryStats {
+	var m MemoryStats
+	if fs.pool != nil {
+		ps := fs.pool.Stats()
+		m.Buffers = int64(ps.Allocated) * int64(ps.BufferSize)
+	}
+	fs.ahead.mu.Lock()
+	m.ReadAhead, m.ReadAheadDenied = fs.ahead.used, fs.ahead.denied
+	fs.ahead.mu.Unlock()
+	m.Fresh = fs.fresh.inUse()
+	return m
+}
