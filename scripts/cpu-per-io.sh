@@ -57,9 +57,16 @@ settle() {
 }
 
 "$bin/tree" -mode setup -f "$work/blobs"
+# The builds take turns at going first: the first run of a mode in a
+# round pays for what the previous mode left (the append file's blocks
+# freed on the loop device, say), and a fixed order put that on the work
+# tree every round (64 KiB appends measured 1.36x the CPU going first
+# and 0.76x going second, the same two builds).
 for r in $(seq 1 "$rounds"); do
+	k=$(( (r - 1) % ${#builds[@]} ))
+	order=("${builds[@]:k}" "${builds[@]:0:k}")
 	for m in $modes; do
-		for b in "${builds[@]}"; do
+		for b in "${order[@]}"; do
 			f=$work/blobs
 			[[ $m == *append ]] && f=$work/append
 			settle
