@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dio-storage/dio v0.31.0
-	github.com/dio-storage/dio/pebblefs v0.0.0
+	github.com/dio-storage/dio/pebblefs v0.31.0
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	golang.org/x/sys v0.50.0
 )
