@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/internal/reader"
 )
 
@@ -217,6 +218,9 @@ func (s *Scanner) next() (bool, error) {
 			return false, err
 		}
 		p = s.decoded
+	}
+	if s.r != nil {
+		s.r.c.Meter().Asked(direct.OpRead, hs+n) // as ReadBlob counts a blob
 	}
 	s.off, s.blob = s.pos, p
 	s.pos += int64(hs) + int64(n)

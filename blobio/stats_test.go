@@ -97,6 +97,19 @@ func TestStatsExact(t *testing.T) {
 			assert.Equal(t, blobio.ReaderStats{Reads: 6, Bytes: uint64(5*ext + 100), DeviceBytes: want}, rs, "alignment %d", al)
 			t.Logf("%v: alignment %d, wrote %d bytes as %d, read %+v", w.Mode(), al, s.Bytes, s.DeviceBytes, rs)
 
+			// A Scanner's blobs count as ReadBlob's do; its read-ahead
+			// reads the file once, short at its end.
+			before := r.Stats()
+			sc := blobio.NewScanner(r)
+			n = 0
+			for sc.Scan() {
+				n++
+			}
+			require.NoError(t, sc.Err())
+			require.NoError(t, sc.Close())
+			require.Equal(t, 4, n)
+			assert.Equal(t, blobio.ReaderStats{Reads: 4, Bytes: uint64(size), DeviceBytes: uint64(size)}, r.Stats().Sub(before))
+
 			// A checksummed blob over a KiB is written as the record and
 			// then its seal: one write of the blob's whole extent.
 			w, err = blobio.Create(path+".sum", &blobio.Options{IO: p, Checksum: true})

@@ -4,11 +4,12 @@ package direct
 // against what the device read, whose ratio is the read amplification
 // of alignment (a 100-byte read costs a whole aligned block, or two
 // when it straddles one). fileio's, blobio's and ephemeral's readers
-// report it (their Stats), each saying what a read is; read-ahead
-// (fileio's Sequential, blobio's Scanner) is in DeviceBytes, the reads
-// it serves are not in Reads and Bytes.
+// report it (their Stats), each saying what a read is. The reads a
+// read-ahead serves (fileio's Sequential, blobio's Scanner) are counted
+// as their callers asked for them, so DeviceBytes over Bytes shows what
+// the read-ahead read and nobody took.
 type ReaderStats struct {
-	Reads       uint64 // reads asked for: calls that asked for bytes (ReadAt), blobs (ReadBlob, each of ReadBlobs)
+	Reads       uint64 // reads asked for: calls that asked for bytes (ReadAt, a Sequential's Read), blobs (ReadBlob, each of ReadBlobs, a Scanner's)
 	Bytes       uint64 // the bytes they asked for (a blob's: its header and stored bytes)
 	DeviceBytes uint64 // the bytes the device read for the reader: whole aligned blocks, sector splits included
 }

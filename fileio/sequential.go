@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/dio-storage/dio/aligned"
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/internal/reader"
 )
 
@@ -83,6 +84,7 @@ func (s *Sequential) Read(p []byte) (int, error) {
 	if s.pos >= s.r.c.Size() {
 		return 0, io.EOF
 	}
+	s.r.c.Meter().Asked(direct.OpRead, len(p))
 	n, err := s.window(p, s.pos)
 	s.pos += int64(n)
 	if err == io.EOF && n > 0 {
@@ -148,6 +150,7 @@ func (s *Sequential) ReadAt(p []byte, off int64) (int, error) {
 		s.lastEnd = off + int64(n)
 		return n, err
 	}
+	s.r.c.Meter().Asked(direct.OpRead, len(p))
 	return s.window(p, off)
 }
 
@@ -162,6 +165,9 @@ func (s *Sequential) WriteTo(w io.Writer) (int64, error) {
 	}
 	defer s.r.c.Release()
 	var total int64
+	if rest := s.r.c.Size() - s.pos; rest > 0 {
+		s.r.c.Meter().Asked(direct.OpRead, int(rest)) // one call asking for the rest
+	}
 	for s.pos < s.r.c.Size() {
 		b, err := s.w.Next(s.pos)
 		if err != nil {

@@ -5,8 +5,9 @@ import "github.com/dio-storage/dio/direct"
 // ReaderStats counts a Reader's reads since Open (direct.ReaderStats,
 // shared with blobio and ephemeral): Reads and Bytes are its ReadAt
 // calls that asked for bytes and the bytes they asked for, DeviceBytes
-// what the device read, whole aligned blocks; a Sequential's read-ahead
-// is in DeviceBytes, its callers' reads are not in Reads and Bytes.
+// what the device read, whole aligned blocks. A Sequential's Read,
+// ReadAt and WriteTo calls are reads too (WriteTo one asking for the
+// rest of the file), its read-ahead in DeviceBytes.
 type ReaderStats = direct.ReaderStats
 
 // Stats returns the Reader's counts. The process's, by path, are

@@ -1,6 +1,7 @@
 package fileio_test
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -132,4 +133,53 @@ func TestSlowWriter(t *testing.T) {
 	assert.ErrorIs(t, err, fileio.ErrInvalidOptions)
 	_, err = os.Stat(path + "2")
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestStatsSequential counts a Sequential's calls as reads asked for,
+// each with the bytes it asked for, and its read-ahead in DeviceBytes.
+func TestStatsSequential(t *testing.T) {
+	path := filepath.Join(testenv.Dir(t), "f")
+	const size = 300_000
+	require.NoError(t, os.WriteFile(path, make([]byte, size), 0o644))
+	r, err := fileio.Open(path, nil)
+	require.NoError(t, err)
+	defer r.Close()
+
+	// WriteTo (io.Copy) is one read of the rest of the file.
+	s, err := r.NewSequential(1000)
+	require.NoError(t, err)
+	n, err := io.Copy(io.Discard, s)
+	require.NoError(t, err)
+	require.Equal(t, int64(size-1000), n)
+	require.NoError(t, s.Close())
+	rs := r.Stats()
+	assert.Equal(t, uint64(1), rs.Reads)
+	assert.Equal(t, uint64(size-1000), rs.Bytes)
+	assert.GreaterOrEqual(t, rs.DeviceBytes, uint64(size-1000))
+	assert.LessOrEqual(t, rs.DeviceBytes, uint64(size))
+
+	// Read and ReadAt in order: each call with its len(p), the last Read
+	// asking for more than the file holds, the Read at the end none.
+	before := r.Stats()
+	s, err = r.NewSequential(0)
+	require.NoError(t, err)
+	defer s.Close()
+	p := make([]byte, 70_000)
+	calls, asked := 0, 0
+	for {
+		_, err := s.Read(p)
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		calls, asked = calls+1, asked+len(p)
+	}
+	_, err = s.ReadAt(p[:100], 0) // out of order: the Reader's ReadAt
+	require.NoError(t, err)
+	_, err = s.ReadAt(p[:200], 100) // follows on: the read-ahead's
+	require.NoError(t, err)
+	d := r.Stats().Sub(before)
+	assert.Equal(t, uint64(calls+2), d.Reads)
+	assert.Equal(t, uint64(asked+300), d.Bytes)
+	assert.GreaterOrEqual(t, d.DeviceBytes, uint64(size))
 }

@@ -22,8 +22,8 @@ type Stats struct {
 
 	// Read is every file Pebble read through dio: its ReadAt calls and
 	// Prefetch's reads, and the bytes the device read for them. A
-	// compaction's input, read ahead (vfs.SequentialReadsOption), is in
-	// DeviceBytes only, as a fileio.Sequential's reads are.
+	// compaction's reads of its inputs (vfs.SequentialReadsOption, a
+	// fileio.Sequential) count as asked, their read-ahead in DeviceBytes.
 	Read fileio.ReaderStats
 
 	// FreshReads and FreshBytes are the reads Options.FreshFiles served
