@@ -138,10 +138,10 @@ func (r *Reader) sealedFirst() bool {
 
 // ReaderStats counts a Reader's reads since Open (direct.ReaderStats,
 // as fileio's): Reads and Bytes are the blobs ReadBlob and ReadBlobs
-// found (each blob's header and stored bytes) and ReadAt's calls and
-// bytes, DeviceBytes what the device read, whole aligned blocks: Open's
-// look at the first blob's seal (up to 64 KiB) and a Scanner's reads
-// too, whose blobs are not in Reads and Bytes.
+// found (each blob's header and stored bytes), the blobs a Scanner
+// returned, and ReadAt's calls and bytes; DeviceBytes what the device
+// read, whole aligned blocks: a Scanner's read-ahead and Open's look at
+// the first blob's seal (up to 64 KiB) included.
 type ReaderStats = direct.ReaderStats
 
 // Stats returns the Reader's counts. The process's, by path, are
@@ -188,7 +188,7 @@ func (r *Reader) ReadBlob(off int64, dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst[:0], blobError(off, err)
 	}
-	payload, c, big, err := r.blobIn(b, lo, r.valid(lo, n), off)
+	payload, c, big, err := r.blobIn(b, lo, r.valid(lo, n), off, nil)
 	if err != nil && bad != nil && !errors.Is(err, syscall.EIO) {
 		err = bad // the blob's header reached into the bad sectors
 	}
@@ -224,7 +224,10 @@ func (r *Reader) valid(lo int64, n int) int { return int(min(int64(n), r.c.Size(
 // read into b when it fits (the bytes b holds stay as they are, so other
 // blobs in it can still be taken), else into a buffer of its own, big,
 // which the caller frees.
-func (r *Reader) blobIn(b *reader.Buf, lo int64, valid int, off int64) (payload []byte, c Compression, big *aligned.Buffer, err error) {
+//
+// The blob is counted as a read asked for in tally, or, with a nil
+// tally, in the Reader's meter at once.
+func (r *Reader) blobIn(b *reader.Buf, lo int64, valid int, off int64, tally *asked) (payload []byte, c Compression, big *aligned.Buffer, err error) {
 	have := b.Buf.Bytes()[:valid]
 	if off >= lo+int64(valid) {
 		return nil, None, nil, fmt.Errorf("file ends at %d: %w", lo+int64(valid), io.ErrUnexpectedEOF)
@@ -238,7 +241,11 @@ func (r *Reader) blobIn(b *reader.Buf, lo int64, valid int, off int64) (payload 
 		return nil, None, nil, fmt.Errorf("%d bytes run past the end of the file at %d: %w", n, r.c.Size(), io.ErrUnexpectedEOF)
 	}
 	r.learn(end - off)
-	r.c.Meter().Asked(direct.OpRead, hs+n) // the blob, header and stored bytes
+	if tally != nil { // the blob, header and stored bytes
+		tally.calls, tally.bytes = tally.calls+1, tally.bytes+hs+n
+	} else {
+		r.c.Meter().Asked(direct.OpRead, hs+n)
+	}
 	if end <= lo+int64(valid) {
 		return have[start-lo : end-lo], c, nil, nil
 	}

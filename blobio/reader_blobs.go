@@ -60,7 +60,11 @@ func (r *Reader) ReadBlobs(offs []int64, fn func(i int, blob []byte) error) erro
 	defer v.release()
 	v.r, v.offs, v.fn = r, offs, fn
 	v.plan()
-	return r.c.ReadSpans(len(v.reads), reader.SpanOptions{Depth: ReadDepth}, v.span, v.deliver)
+	err := r.c.ReadSpans(len(v.reads), reader.SpanOptions{Depth: ReadDepth}, v.span, v.deliver)
+	// The blobs found, counted at once: three atomic adds for the call,
+	// not for each blob (deliver runs on this goroutine).
+	r.c.Meter().AskedCalls(direct.OpRead, v.asked.calls, v.asked.bytes)
+	return err
 }
 
 // vectored is one ReadBlobs call, pooled with the slices it plans in, so
@@ -72,6 +76,7 @@ type vectored struct {
 	order []int // indices of offs, by offset
 	reads []mergedRead
 	out   []byte // a decoded blob
+	asked asked  // the blobs found so far
 }
 
 var vectoreds = sync.Pool{New: func() any { return new(vectored) }}
@@ -80,7 +85,7 @@ var vectoreds = sync.Pool{New: func() any { return new(vectored) }}
 const maxKeptOut = 1 << 20
 
 func (v *vectored) release() {
-	v.r, v.offs, v.fn = nil, nil, nil
+	v.r, v.offs, v.fn, v.asked = nil, nil, nil, asked{}
 	v.order, v.reads = v.order[:0], v.reads[:0]
 	if cap(v.out) > maxKeptOut {
 		v.out = nil
@@ -127,6 +132,9 @@ func (v *vectored) plan() {
 	}
 }
 
+// asked tallies blobs found, as reads asked for, to count at once.
+type asked struct{ calls, bytes int }
+
 // span is ReadSpans' k-th read.
 func (v *vectored) span(k int) (lo, hi int64, ok bool) { return v.reads[k].lo, v.reads[k].hi, true }
 
@@ -156,7 +164,7 @@ func (v *vectored) deliver(k int, b *reader.Buf, n int, err error) error {
 		if se := r.blobHits(b.Buf.Bytes()[:valid], m.lo, off, bad); se != nil {
 			return &BlobError{i, off, se}
 		}
-		payload, comp, big, err := r.blobIn(b, m.lo, valid, off)
+		payload, comp, big, err := r.blobIn(b, m.lo, valid, off, &v.asked)
 		if err == nil {
 			payload, err = r.checked(payload, comp)
 		}

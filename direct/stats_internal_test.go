@@ -3,6 +3,7 @@ package direct
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"syscall"
@@ -184,4 +185,62 @@ func TestEngineRec(t *testing.T) {
 	x.direct = false
 	assert.Equal(t, PathStdFS, x.uringPath())
 	assert.Equal(t, PathStdFS, x.syncPath())
+}
+
+// TestEndBatchAsEndAt records one sequence of operations ending, runs of
+// one file and kind broken by others, errors, retries and io.EOF among
+// them, once through endAt and queued(-1) and once through an
+// endBatch: the process's counts and each Meter's come out the same.
+func TestEndBatchAsEndAt(t *testing.T) {
+	type end struct {
+		file    int // 0 or 1
+		op      Op
+		n       int
+		err     error
+		ns      int64
+		retries int
+	}
+	seq := []end{
+		{0, OpRead, 4096, nil, 900, 0}, {0, OpRead, 512, io.EOF, 1500, 0}, {0, OpRead, 0, syscall.EIO, 70_000, 0},
+		{1, OpRead, 8192, nil, 2000, 1}, {0, OpRead, 4096, nil, 800, 0}, {0, OpWrite, 65536, nil, 30_000, 0},
+		{0, OpSync, 0, nil, 2_000_000, 0}, {1, OpRead, 4096, nil, 1000, 0}, {1, OpRead, 4096, nil, 3000, 2},
+	}
+	record := func(batch bool) (IOStats, [2]MeterStats) {
+		var xs [2]xfer
+		var ms [2]*Meter
+		for i := range xs {
+			m, err := NewMeter(&MeterOptions{SyncLatency: true})
+			require.NoError(t, err)
+			ms[i] = m
+			xs[i] = xfer{direct: true, shard: uint8(i), meter: m}
+		}
+		for _, e := range seq {
+			xs[e.file].queued(1)
+		}
+		before := Stats()
+		const now = 10_000_000
+		var b endBatch
+		for _, e := range seq {
+			x, tk := &xs[e.file], tick{start: now - e.ns, slot: -1}
+			if batch {
+				b.end(x, now, tk, x.uringPath(), e.op, e.n, e.err, e.retries)
+			} else {
+				x.endAt(now, tk, x.uringPath(), e.op, e.n, e.err, e.retries)
+				x.queued(-1)
+			}
+		}
+		b.flush()
+		return Stats().Sub(before), [2]MeterStats{ms[0].Stats(), ms[1].Stats()}
+	}
+	gotIO, gotM := record(true)
+	wantIO, wantM := record(false)
+	assert.Equal(t, wantIO, gotIO)
+	assert.Equal(t, wantM, gotM)
+	assert.Equal(t, uint64(len(seq)), gotIO.Read.Ops+gotIO.Write.Ops+gotIO.Sync.Ops)
+	assert.Equal(t, uint64(4*4096+8192+512), gotIO.Read.Bytes)
+	assert.Equal(t, uint64(1), gotIO.Read.Errors)
+	assert.Equal(t, uint64(3), gotIO.Read.Retries)
+	assert.Equal(t, uint64(4), gotM[0].Read.Ops)
+	assert.Equal(t, uint64(3), gotM[1].Read.Ops)
+	assert.Equal(t, uint64(1), gotM[0].SyncLatency.Count())
 }

@@ -144,12 +144,18 @@ func (f *File) WithMeter(m *Meter) *File {
 // Asked counts a call of the meter's owner that asked for n bytes to be
 // read or written (op OpRead or OpWrite), in the meter and in the
 // process's OpStats.Asked of the path of the File last attached.
-func (m *Meter) Asked(op Op, n int) {
-	if m == nil {
+func (m *Meter) Asked(op Op, n int) { m.AskedCalls(op, 1, n) }
+
+// AskedCalls counts calls calls that asked for n bytes in all, as that
+// many Asked would, for an owner that counts a batch at once (blobio's
+// ReadBlobs, a blob per offset): three atomic adds for the batch
+// instead of three per call.
+func (m *Meter) AskedCalls(op Op, calls, n int) {
+	if m == nil || calls <= 0 {
 		return
 	}
 	r := &m.ops[opKind(op)]
-	r.calls.Add(1)
+	r.calls.Add(uint64(calls))
 	r.asked.Add(uint64(n))
 	if p := m.path.Load(); p >= 0 {
 		registry[m.shard].rec(Path(p), op).asked.Add(uint64(n))
@@ -186,11 +192,23 @@ func (m *Meter) WriterRetried() {
 
 // record counts an operation of one of the meter's files.
 func (m *Meter) record(op Op, n int, err error, ns int64, retries int) {
+	m.one(op, err, ns, retries)
+	m.sums(op, 1, uint64(max(n, 0)))
+}
+
+// sums adds ops operations that moved bytes in all.
+func (m *Meter) sums(op Op, ops, bytes uint64) {
 	r := &m.ops[opKind(op)]
-	r.ops.Add(1)
-	if n > 0 {
-		r.bytes.Add(uint64(n))
+	r.ops.Add(ops)
+	if bytes > 0 {
+		r.bytes.Add(bytes)
 	}
+}
+
+// one counts what is an operation's own: its retries, its error, its
+// latency when the meter keeps fdatasyncs'.
+func (m *Meter) one(op Op, err error, ns int64, retries int) {
+	r := &m.ops[opKind(op)]
 	if retries > 0 {
 		r.retries.Add(uint64(retries))
 	}

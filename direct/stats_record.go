@@ -67,6 +67,7 @@ type histRec struct {
 	buckets [HistogramBuckets]atomic.Uint64
 }
 
+// add counts one latency of ns.
 func (h *histRec) add(ns int64) {
 	h.sum.Add(ns)
 	h.buckets[bucketOf(ns)].Add(1)
@@ -88,16 +89,29 @@ func (h *histRec) addTo(s *Histogram) uint64 {
 // ended with err (nil, or an error; io.EOF is not one), having made
 // retries system calls again.
 func (r *opRec) record(n int, err error, ns int64, retries int) {
-	if n > 0 {
-		r.bytes.Add(uint64(n))
-	}
-	r.latency.add(ns)
+	r.one(err, ns, retries)
+	r.sums(uint64(max(n, 0)), ns)
+}
+
+// one counts what is an operation's own: its latency's bucket (which
+// counts it), its retries and its error.
+func (r *opRec) one(err error, ns int64, retries int) {
+	r.latency.buckets[bucketOf(ns)].Add(1)
 	if retries > 0 {
 		r.retries.Add(uint64(retries))
 	}
 	if err != nil {
 		r.errnos[errnoOf(err)].Add(1)
 	}
+}
+
+// sums adds what sums over operations: bytes moved and latencies, for
+// one operation or a batch whose one each counted.
+func (r *opRec) sums(bytes uint64, ns int64) {
+	if bytes > 0 {
+		r.bytes.Add(bytes)
+	}
+	r.latency.sum.Add(ns)
 }
 
 func (r *opRec) addTo(s *OpStats) {
@@ -245,6 +259,59 @@ func (x *xfer) endAt(now int64, t tick, p Path, op Op, n int, err error, retries
 			m.watch.release(t.slot)
 		}
 	}
+}
+
+// An endBatch records the ends of a batch of operations (an engine's
+// reap) as endAt and queued(-1) would one by one, with what sums over
+// operations added once per run of one file's operations of one kind on
+// one path: each operation then costs the process's counters one atomic
+// add (its latency's bucket) instead of three, and its Meter none
+// instead of two. Flush before the operations are delivered, so that a
+// caller who sees its completion sees it counted.
+type endBatch struct {
+	x     *xfer
+	p     Path
+	op    Op
+	ops   uint64
+	bytes uint64
+	ns    int64
+}
+
+// end records an operation of x's as endAt does.
+func (b *endBatch) end(x *xfer, now int64, t tick, p Path, op Op, n int, err error, retries int) {
+	if err == io.EOF {
+		err = nil // the end of the file, not a failure
+	}
+	if b.x != x || b.p != p || b.op != op {
+		b.flush()
+		b.x, b.p, b.op = x, p, op
+	}
+	ns := now - t.start
+	registry[x.shard].rec(p, op).one(err, ns, retries)
+	if m := x.meter; m != nil {
+		m.one(op, err, ns, retries)
+		if t.slot >= 0 {
+			m.watch.release(t.slot)
+		}
+	}
+	b.ops++
+	b.bytes += uint64(max(n, 0))
+	b.ns += ns
+}
+
+// flush adds the run's sums, and takes its operations out of the
+// requests in flight.
+func (b *endBatch) flush() {
+	if b.ops == 0 {
+		return
+	}
+	x := b.x
+	registry[x.shard].rec(b.p, b.op).sums(b.bytes, b.ns)
+	if m := x.meter; m != nil {
+		m.sums(b.op, b.ops, b.bytes)
+	}
+	x.queued(-int64(b.ops))
+	*b = endBatch{}
 }
 
 // syncPath is the path of x's own system calls (and the pwrite

@@ -74,7 +74,7 @@ func TestURingOwnerKick(t *testing.T) {
 	// CQE.
 	u.mu.Lock()
 	u.kickAfter = time.Hour
-	u.lastCQE = time.Since(u.born)
+	u.lastCQE = monotonic()
 	u.mu.Unlock()
 	done := make(chan Completion, 2)
 	fileRead(1, done)
@@ -87,7 +87,7 @@ func TestURingOwnerKick(t *testing.T) {
 
 	// As many waiting as due: the second SQE kicks.
 	u.mu.Lock()
-	u.lastCQE = time.Since(u.born)
+	u.lastCQE = monotonic()
 	u.mu.Unlock()
 	fileRead(2, done)
 	fileRead(3, done)

@@ -224,7 +224,7 @@ func (u *uring) kickWanted() bool {
 	if u.armed && !u.readIn() {
 		waiting-- // the owner's own read, pushed and not yet consumed
 	}
-	return waiting >= u.due() || time.Since(u.born)-u.lastCQE > u.kickAfter
+	return waiting >= u.due() || monotonic()-u.lastCQE > int64(u.kickAfter)
 }
 
 // kickWindow is how recently CQEs must have come for a submitter to

@@ -205,8 +205,7 @@ type uring struct {
 	armIn     bool          // the armed read was seen consumed (see readIn)
 	cur       uint32        // the op push is to submit
 	curErr    error         // what push made of it
-	born      time.Time     // the ring's setup: lastCQE's origin, on the monotonic clock
-	lastCQE   time.Duration // since born: when a reaper last found CQEs (see kickWanted)
+	lastCQE   int64         // monotonic: when a reaper last found CQEs (see kickWanted)
 	kickAfter time.Duration // kickWindow, or what a test sets
 	testFail  func() error  // test hook: called instead of waiting in the kernel
 	testOwner bool          // test hook: an owner whenever an Await takes the seat
@@ -249,7 +248,7 @@ func newURing() (*uring, error) {
 		return nil, err
 	}
 	const ops = ringEntries - 2 // and a NOP and the owner's eventfd read
-	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{}), born: time.Now(), kickAfter: kickWindow}
+	u := &uring{r: r, ops: make([]uringOp, ops), gens: make([]uint32, ops), free: make([]uint32, ops), seat: make(chan struct{}, 1), parked: true, broken: make(chan struct{}), lastCQE: monotonic(), kickAfter: kickWindow}
 	// Non-blocking, so that the kernel polls it rather than park an
 	// io-wq worker in its read. Without it there is no owner.
 	u.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
@@ -554,7 +553,8 @@ func (u *uring) reapAll() {
 		reaped += n
 		u.mu.Lock()
 		u.inKernel -= n
-		u.lastCQE = time.Since(u.born)
+		now := monotonic() // the kick rule's, and the batch's end for the statistics
+		u.lastCQE = now
 		for _, c := range buf[:n] {
 			switch c.userData {
 			case evData:
@@ -587,7 +587,7 @@ func (u *uring) reapAll() {
 			fin[k] = finished{i, err}
 			k++
 		}
-		u.deliverAll(fin[:k])
+		u.deliverAll(fin[:k], now)
 		if n < len(buf) {
 			return
 		}
@@ -653,8 +653,8 @@ func (u *uring) resubmit(i uint32) error {
 }
 
 // deliverAll completes the ops of fin, as deliver does one, taking mu
-// twice for them all.
-func (u *uring) deliverAll(fin []finished) {
+// twice for them all; now is when their CQEs were taken.
+func (u *uring) deliverAll(fin []finished, now int64) {
 	if len(fin) == 0 {
 		return
 	}
@@ -675,13 +675,15 @@ func (u *uring) deliverAll(fin []finished) {
 		u.free = append(u.free, f.i)
 	}
 	u.mu.Unlock()
-	now := monotonic() // one clock read for the batch
+	var rec endBatch
 	for k := range fin {
 		o := &out[k]
 		x := &o.q.x
-		x.endAt(now, o.tick, x.uringPath(), o.c.Op, o.c.N, o.c.Err, o.retries)
-		x.queued(-1)
-		o.done <- o.c // Done has room by contract
+		rec.end(x, now, o.tick, x.uringPath(), o.c.Op, o.c.N, o.c.Err, o.retries)
+	}
+	rec.flush() // counted before anyone sees it done
+	for k := range fin {
+		out[k].done <- out[k].c // Done has room by contract
 	}
 	u.mu.Lock()
 	for k := range fin {
