@@ -73,6 +73,16 @@ type PressureRow struct {
 	CotenantP999Us  float64 `json:"cotenant_p999_us"`
 	MemoryPeakBytes int64   `json:"memory_peak_bytes"`
 
+	// DeviceWriteP99Us, WriteAmp and SyncP99Us are what direct.Stats saw
+	// of the ingest, as a service would see it: the p99 of the writes
+	// that reached the kernel (write_p99_us is the WriteBlob calls',
+	// mostly a copy into a buffer), the bytes written over the bytes
+	// the ingest asked for, and the p99 of its fdatasyncs. Absent where
+	// nothing was ingested.
+	DeviceWriteP99Us float64 `json:"device_write_p99_us,omitempty"`
+	WriteAmp         float64 `json:"write_amp,omitempty"`
+	SyncP99Us        float64 `json:"sync_p99_us,omitempty"`
+
 	// CPUStealPct is the share of the CPUs' time the hypervisor took
 	// for itself while the co-tenant was measured (/proc/stat's steal),
 	// in percent: on a virtual machine the host's own work for the
@@ -517,6 +527,10 @@ func medians(rows []PressureRow, details []rowDetail) ([]PressureRow, []rowDetai
 			CotenantP999Us:  med(func(r PressureRow) float64 { return r.CotenantP999Us }),
 			MemoryPeakBytes: int64(med(func(r PressureRow) float64 { return float64(r.MemoryPeakBytes) })),
 			CPUStealPct:     med(func(r PressureRow) float64 { return r.CPUStealPct }),
+
+			DeviceWriteP99Us: med(func(r PressureRow) float64 { return r.DeviceWriteP99Us }),
+			WriteAmp:         med(func(r PressureRow) float64 { return r.WriteAmp }),
+			SyncP99Us:        med(func(r PressureRow) float64 { return r.SyncP99Us }),
 		})
 		d := rowDetail{HotCached: 1, Mode: details[idx[0]].Mode}
 		var h benchkit.Histogram
@@ -598,11 +612,12 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\tcpu steal\t")
+	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\tdevice p99\tsync p99\tw-amp\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\tcpu steal\t")
 	for i, r := range rows {
-		ingestCells := "-\t-\t-"
+		ingestCells := "-\t-\t-\t-\t-\t-"
 		if r.Engine != alone && r.Engine != busyCPU {
-			ingestCells = fmt.Sprintf("%.0f\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs))
+			ingestCells = fmt.Sprintf("%.0f\t%s\t%s\t%s\t%s\t%.2f", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs),
+				usName(r.DeviceWriteP99Us), usName(r.SyncP99Us), r.WriteAmp)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t\n", r.Engine, ingestCells,
 			countName(r.CotenantReadsS), times(r.CotenantReadsS, base.CotenantReadsS),

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dio-storage/dio/direct"
 	"github.com/dio-storage/dio/internal/benchkit"
 	"github.com/dio-storage/dio/internal/cgroup"
 )
@@ -130,6 +131,7 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 		}
 		var ing *ingestRun
 		mode := "-"
+		io0 := direct.Stats() // the ingest's I/O, as a service sees it
 		var spin *spinner
 		switch phase {
 		case alone:
@@ -195,6 +197,9 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 			MemoryPeakBytes: peak,
 			CPUStealPct:     cpu1.stealPct(cpu0),
 		}
+		if ing != nil {
+			row.ioFigures(direct.Stats().Sub(io0))
+		}
 		if err := emit(pressureMsg{Row: &row, Detail: &rowDetail{CotenantMaxUs: us(h.Max()), HotCached: minRes, Mode: mode, Hist: h.Points()}}); err != nil {
 			return err
 		}
@@ -203,6 +208,21 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// ioFigures sets r's device figures from d, direct.Stats's difference
+// around the ingest: the co-tenant reads with os.File, outside dio, so
+// d is the ingest's alone.
+func (r *PressureRow) ioFigures(d direct.IOStats) {
+	if d.Write.Asked > 0 {
+		r.WriteAmp = float64(d.Write.Bytes) / float64(d.Write.Asked)
+	}
+	if d.Write.Latency.Count() > 0 {
+		r.DeviceWriteP99Us = us(d.Write.Latency.Quantile(0.99))
+	}
+	if d.Sync.Latency.Count() > 0 {
+		r.SyncP99Us = us(d.Sync.Latency.Quantile(0.99))
+	}
+}
 
 // unavailable is why an engine cannot run in this directory.
 type unavailable string
