@@ -55,6 +55,10 @@
 //     memory, as vfs.Default's page cache would serve it. A fresh file
 //     is served only once its writer has closed it, and only while the
 //     inode, size and modification time on disk are the ones written.
+//     The memory of a file that goes is kept mapped for the next one,
+//     within the budget, rather than unmapped: mapping and faulting in
+//     new memory for every sstable cost a third of a write-heavy load's
+//     CPU.
 //
 // Its relation to the block cache: a block read from a fresh file is
 // copied into the block cache like any other, so the two hold some

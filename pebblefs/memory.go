@@ -16,7 +16,10 @@ type MemoryStats struct {
 	// ReadAhead is the read-ahead the files Pebble reads in order hold,
 	// and Prefetch's reads: at most two thirds of Options.Memory.
 	ReadAhead int64
-	// Fresh is the fresh files' bytes: at most Options.FreshFiles.
+	// Fresh is the fresh files' memory, their chunks and the spare chunks
+	// removed files left for the next ones (kept mapped: mapping and
+	// faulting in fresh memory for every sstable cost more CPU than the
+	// copy): at most Options.FreshFiles.
 	Fresh int64
 	// ReadAheadDenied counts the sequential opens (compaction inputs,
 	// long scans) that got no read-ahead since New because the budget
@@ -39,6 +42,6 @@ func (fs *FS) Memory() MemoryStats {
 	fs.ahead.mu.Lock()
 	m.ReadAhead, m.ReadAheadDenied = fs.ahead.used, fs.ahead.denied
 	fs.ahead.mu.Unlock()
-	m.Fresh = fs.fresh.inUse()
+	m.Fresh = fs.fresh.held()
 	return m
 }
