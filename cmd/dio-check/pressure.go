@@ -616,8 +616,15 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 	for i, r := range rows {
 		ingestCells := "-\t-\t-\t-\t-\t-"
 		if r.Engine != alone && r.Engine != busyCPU {
-			ingestCells = fmt.Sprintf("%.0f\t%s\t%s\t%s\t%s\t%.2f", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs),
-				usName(r.DeviceWriteP99Us), usName(r.SyncP99Us), r.WriteAmp)
+			orDash := func(v float64, s string) string { // a figure direct.Stats did not see
+				if v == 0 {
+					return "-"
+				}
+				return s
+			}
+			ingestCells = fmt.Sprintf("%.0f\t%s\t%s\t%s\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs),
+				orDash(r.DeviceWriteP99Us, usName(r.DeviceWriteP99Us)), orDash(r.SyncP99Us, usName(r.SyncP99Us)),
+				orDash(r.WriteAmp, fmt.Sprintf("%.2f", r.WriteAmp)))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f%%\t%.0f%%\t\n", r.Engine, ingestCells,
 			countName(r.CotenantReadsS), times(r.CotenantReadsS, base.CotenantReadsS),

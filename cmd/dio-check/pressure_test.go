@@ -103,15 +103,15 @@ func TestPrintPressure(t *testing.T) {
 	rows := []PressureRow{
 		{Engine: alone, CotenantReadsS: 800000, CotenantP50Us: 1, CotenantP99Us: 3.5, CotenantP999Us: 10, MemoryPeakBytes: 619 << 20},
 		{Engine: busyCPU, CotenantReadsS: 680000, CotenantP50Us: 1.2, CotenantP99Us: 3.5, CotenantP999Us: 12, MemoryPeakBytes: 619 << 20, CPUStealPct: 0.6},
-		{Engine: "std-fs", IngestMiBs: 700, WriteP99Us: 100, WriteMaxUs: 41000, CotenantReadsS: 2500, CotenantP50Us: 300, CotenantP99Us: 4000, CotenantP999Us: 57000, MemoryPeakBytes: 1 << 30, CPUStealPct: 23.4},
+		{Engine: "std-fs", IngestMiBs: 700, WriteP99Us: 100, WriteMaxUs: 41000, DeviceWriteP99Us: 900, SyncP99Us: 2500, WriteAmp: 1.02, CotenantReadsS: 2500, CotenantP50Us: 300, CotenantP99Us: 4000, CotenantP999Us: 57000, MemoryPeakBytes: 1 << 30, CPUStealPct: 23.4},
 	}
 	var out bytes.Buffer
 	printPressure(&out, pressureConfig{memory: 1 << 30, hot: 600 << 20, seconds: 10, dir: t.TempDir()}, 1, rows, []rowDetail{{CotenantMaxUs: 50, HotCached: 1}, {CotenantMaxUs: 60, HotCached: 1}, {CotenantMaxUs: 90000, HotCached: 0.031}})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 7, out.String())
-	assert.Regexp(t, `alone +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100% +0%`, lines[4])
-	assert.Regexp(t, `cpu +- +- +- +680,000 +0.85 +1.2µs +3.5µs +1.00 +12µs +60µs +619MiB +100% +1%`, lines[5], "the cpu reference ingests nothing")
-	assert.Regexp(t, `std-fs +700 +100µs +41ms +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3% +23%`, lines[6])
+	assert.Regexp(t, `alone +- +- +- +- +- +- +800,000 +1.00 +1.0µs +3.5µs +1.00 +10µs +50µs +619MiB +100% +0%`, lines[4])
+	assert.Regexp(t, `cpu +- +- +- +- +- +- +680,000 +0.85 +1.2µs +3.5µs +1.00 +12µs +60µs +619MiB +100% +1%`, lines[5], "the cpu reference ingests nothing")
+	assert.Regexp(t, `std-fs +700 +100µs +41ms +900µs +2.5ms +1.02 +2,500 +0.003 +300µs +4.0ms +1143 +57ms +90ms +1GiB +3% +23%`, lines[6])
 
 	// The ingest's shape, and the throttled device, in the header.
 	out.Reset()
