@@ -84,7 +84,6 @@ func (s *Sequential) Read(p []byte) (int, error) {
 	if s.pos >= s.r.c.Size() {
 		return 0, io.EOF
 	}
-	s.r.c.Meter().Asked(direct.OpRead, len(p))
 	n, err := s.window(p, s.pos)
 	s.pos += int64(n)
 	if err == io.EOF && n > 0 {
@@ -150,7 +149,6 @@ func (s *Sequential) ReadAt(p []byte, off int64) (int, error) {
 		s.lastEnd = off + int64(n)
 		return n, err
 	}
-	s.r.c.Meter().Asked(direct.OpRead, len(p))
 	return s.window(p, off)
 }
 
@@ -197,9 +195,10 @@ func (s *Sequential) enter() error {
 }
 
 // window copies the file at off into p from the read-ahead, starting it
-// at off if it does not hold off. At Size it returns what there is and
-// io.EOF.
+// at off if it does not hold off, and counts the call as a read asked
+// for. At Size it returns what there is and io.EOF.
 func (s *Sequential) window(p []byte, off int64) (int, error) {
+	s.r.c.Meter().Asked(direct.OpRead, len(p))
 	want := p
 	atEnd := false
 	if rest := s.r.c.Size() - off; int64(len(p)) > rest {

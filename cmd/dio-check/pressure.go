@@ -613,15 +613,15 @@ func printPressure(w io.Writer, c pressureConfig, v cgroup.Version, rows []Press
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "engine\tingest MiB/s\twrite p99\twrite max\tdevice p99\tsync p99\tw-amp\treads/s\t× alone\tp50\tp99\t× alone\tp99.9\tmax\tmemory peak\thot cached\tcpu steal\t")
+	orDash := func(v float64, s string) string { // a figure direct.Stats did not see
+		if v == 0 {
+			return "-"
+		}
+		return s
+	}
 	for i, r := range rows {
 		ingestCells := "-\t-\t-\t-\t-\t-"
 		if r.Engine != alone && r.Engine != busyCPU {
-			orDash := func(v float64, s string) string { // a figure direct.Stats did not see
-				if v == 0 {
-					return "-"
-				}
-				return s
-			}
 			ingestCells = fmt.Sprintf("%.0f\t%s\t%s\t%s\t%s\t%s", r.IngestMiBs, usName(r.WriteP99Us), usName(r.WriteMaxUs),
 				orDash(r.DeviceWriteP99Us, usName(r.DeviceWriteP99Us)), orDash(r.SyncP99Us, usName(r.SyncP99Us)),
 				orDash(r.WriteAmp, fmt.Sprintf("%.2f", r.WriteAmp)))

@@ -131,13 +131,14 @@ func (m *measurer) round(phases []string, round, rounds int) error {
 		}
 		var ing *ingestRun
 		mode := "-"
-		io0 := direct.Stats() // the ingest's I/O, as a service sees it
+		var io0 direct.IOStats // before the ingest: its I/O, as a service sees it
 		var spin *spinner
 		switch phase {
 		case alone:
 		case busyCPU:
 			spin = startSpinner()
 		default:
+			io0 = direct.Stats()
 			ing, err = startIngest(work, phase, m.ingest)
 			var un unavailable
 			if errors.As(err, &un) {
