@@ -151,7 +151,7 @@ func (m *Meter) Asked(op Op, n int) { m.AskedCalls(op, 1, n) }
 // ReadBlobs, a blob per offset): three atomic adds for the batch
 // instead of three per call.
 func (m *Meter) AskedCalls(op Op, calls, n int) {
-	if m == nil || calls <= 0 {
+	if !recording || m == nil || calls <= 0 {
 		return
 	}
 	r := &m.ops[opKind(op)]
@@ -166,7 +166,7 @@ func (m *Meter) AskedCalls(op Op, calls, n int) {
 // last (a record's trailer written apart, as blobio's seal of a large
 // blob), not another call.
 func (m *Meter) AskedMore(op Op, n int) {
-	if m == nil {
+	if !recording || m == nil {
 		return
 	}
 	m.ops[opKind(op)].asked.Add(uint64(n))

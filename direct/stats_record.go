@@ -173,6 +173,9 @@ type engineRec struct {
 
 // entered counts an io_uring_enter that submitted n requests (n > 0).
 func (e *engineRec) entered(n int) {
+	if !recording {
+		return
+	}
 	e.enters.Add(1)
 	e.submitted.Add(uint64(n))
 	e.perEnter[batchSlot(n)].Add(1)
@@ -180,6 +183,9 @@ func (e *engineRec) entered(n int) {
 
 // woke counts a reap that found n completions (n > 0).
 func (e *engineRec) woke(n int) {
+	if !recording {
+		return
+	}
 	e.wakes.Add(1)
 	e.reaped.Add(uint64(n))
 	e.perWake[batchSlot(n)].Add(1)
@@ -217,13 +223,18 @@ type tick struct {
 }
 
 // begin starts an operation of x's: op on n bytes at off.
-func (x *xfer) begin(op Op, off int64, n int) tick { return x.beginAt(monotonic(), op, off, n) }
+func (x *xfer) begin(op Op, off int64, n int) tick {
+	if !recording {
+		return tick{slot: -1}
+	}
+	return x.beginAt(monotonic(), op, off, n)
+}
 
 // beginAt is begin with the clock read by the caller, which can read it
 // once for a batch of requests.
 func (x *xfer) beginAt(now int64, op Op, off int64, n int) tick {
 	t := tick{start: now, slot: -1}
-	if m := x.meter; m != nil && m.watch != nil {
+	if m := x.meter; recording && m != nil && m.watch != nil {
 		t.slot = m.watch.claim(op, off, n, x.f, now)
 	}
 	return t
@@ -237,17 +248,27 @@ func (x *xfer) drop(t tick) {
 }
 
 // queued counts a request a queue accepted (+1) or delivered (-1).
-func (x *xfer) queued(d int64) { registry[x.shard].engine.inFlight.Add(d) }
+func (x *xfer) queued(d int64) {
+	if recording {
+		registry[x.shard].engine.inFlight.Add(d)
+	}
+}
 
 // end records the operation t began, on path p, now: it moved n bytes,
 // ended with err and made retries system calls again.
 func (x *xfer) end(t tick, p Path, op Op, n int, err error, retries int) {
+	if !recording {
+		return
+	}
 	x.endAt(monotonic(), t, p, op, n, err, retries)
 }
 
 // endAt is end with the clock read by the caller, which can read it
 // once for a batch of completions.
 func (x *xfer) endAt(now int64, t tick, p Path, op Op, n int, err error, retries int) {
+	if !recording {
+		return
+	}
 	if err == io.EOF {
 		err = nil // the end of the file, not a failure
 	}
@@ -279,6 +300,9 @@ type endBatch struct {
 
 // end records an operation of x's as endAt does.
 func (b *endBatch) end(x *xfer, now int64, t tick, p Path, op Op, n int, err error, retries int) {
+	if !recording {
+		return
+	}
 	if err == io.EOF {
 		err = nil // the end of the file, not a failure
 	}

@@ -10,6 +10,11 @@
 # not batched: add it with MODES). Each REV (a git revision) is built too, beside the work
 # tree, and every round runs every mode on every build in turn, so that
 # drift on a shared machine hits them alike; the medians come last.
+# NOSTATS=1 adds the tree built with -tags dio_nostats (the statistics
+# compiled out, direct/stats_off.go): the summary's last column is then
+# what they cost, CPU per read with them over without, round by round;
+# giving the tree's own revision as a REV beside it measures the noise
+# of such a ratio on this machine (the same code twice).
 #
 # On a machine shared with other work each run first waits (up to
 # SETTLE seconds, default 30; 0 skips it) for half a second in which the
@@ -31,6 +36,10 @@ trap 'rm -rf "$work" "$bin"' EXIT
 
 go build -o "$bin/tree" ./scripts/_cpuio
 builds=("$bin/tree")
+if [[ -n ${NOSTATS:-} ]]; then
+	go build -tags dio_nostats -o "$bin/nostats" ./scripts/_cpuio
+	builds+=("$bin/nostats")
+fi
 for rev in "$@"; do
 	name=$(git rev-parse --short "$rev")
 	mkdir -p "$bin/src-$name"

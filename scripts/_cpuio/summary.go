@@ -18,7 +18,11 @@ import (
 // same program whatever the tag), and the median of the rounds' ratios
 // is printed with their range: on a shared machine fio's own rate drifts
 // from round to round, and a ratio within a round cancels the drift.
-// Lines without a round count as one round each.
+// Lines without a round count as one round each. Where a mode ran on
+// several builds, the last column is each build's CPU per read over the
+// work tree's ("tree") in the same round, median and range: the cost of
+// a change in paired runs (NOSTATS=1 in cpu-per-io.sh: of the
+// statistics; a REV of the tree itself gives the runs' own noise).
 func summary(r io.Reader, w io.Writer) {
 	type key struct{ mode, tag string }
 	type run struct {
@@ -28,6 +32,7 @@ func summary(r io.Reader, w io.Writer) {
 	runs := map[key][]run{}
 	var keys []key
 	ref := map[string]map[string][]run{} // fio mode → round → runs
+	tree := map[string]map[string]run{}  // mode → round → the tree's run
 	sc := bufio.NewScanner(r)
 	n := 0
 	for sc.Scan() {
@@ -50,6 +55,12 @@ func summary(r io.Reader, w io.Writer) {
 			keys = append(keys, k)
 		}
 		runs[k] = append(runs[k], rn)
+		if f[0] == "tree" {
+			if tree[f[1]] == nil {
+				tree[f[1]] = map[string]run{}
+			}
+			tree[f[1]][rn.round] = rn
+		}
 		if f[1] == "fio" || f[1] == "fiojobs" || f[1] == "fioappend" {
 			if ref[f[1]] == nil {
 				ref[f[1]] = map[string][]run{}
@@ -124,6 +135,15 @@ func summary(r io.Reader, w io.Writer) {
 		line := fmt.Sprintf("%-11s %-9s %4d %9.0f %9.2f", k.mode, k.tag, len(rs), med(ops), med(cpu))
 		for _, c := range cells {
 			line += fmt.Sprintf(" %17s", c)
+		}
+		var vs []float64 // CPU per read over the tree's, round by round
+		for _, x := range rs {
+			if t, ok := tree[k.mode][x.round]; ok && k.tag != "tree" && t.cpuUS > 0 {
+				vs = append(vs, x.cpuUS/t.cpuUS)
+			}
+		}
+		if len(vs) > 0 {
+			line += fmt.Sprintf("  CPU × tree %.3f (%.2f-%.2f)", med(vs), slices.Min(vs), slices.Max(vs))
 		}
 		fmt.Fprintln(w, line)
 	}
