@@ -367,6 +367,7 @@ func child(c config, engine string) error {
 			cg.ResetPeak() // before Linux 6.12 a v2 peak is the cgroup's whole life's
 		}
 		stalls.reset()
+		fs0, _ := pebblefs.StatsOf(fsys)
 		cpu0 := cpuTime()
 		io0 := processIO()
 		ops := c.ops
@@ -399,6 +400,11 @@ func child(c config, engine string) error {
 		}
 		if c.metrics {
 			fmt.Fprintf(os.Stderr, "%s %s: %v\n%s\n", engine, w, &stalls, db.Metrics())
+			if fs1, ok := pebblefs.StatsOf(fsys); ok && r.Ops > 0 {
+				d := fs1.Sub(fs0)
+				fmt.Fprintf(os.Stderr, "%s %s: fresh files served %d B/op (%d reads); the device read %d B/op for pebblefs's files\n",
+					engine, w, d.FreshBytes/uint64(r.Ops), d.FreshReads, d.Read.DeviceBytes/uint64(r.Ops))
+			}
 		}
 		if err := enc.Encode(r); err != nil {
 			return err
