@@ -368,6 +368,8 @@ func child(c config, engine string) error {
 		}
 		stalls.reset()
 		fs0, _ := pebblefs.StatsOf(fsys)
+		bc0 := db.Metrics().BlockCache
+		disk0 := diskReadsOf(dir)
 		cpu0 := cpuTime()
 		io0 := processIO()
 		ops := c.ops
@@ -399,11 +401,22 @@ func child(c config, engine string) error {
 			r.PageCacheBytes, _ = cg.PageCache()
 		}
 		if c.metrics {
-			fmt.Fprintf(os.Stderr, "%s %s: %v\n%s\n", engine, w, &stalls, db.Metrics())
+			m := db.Metrics()
+			fmt.Fprintf(os.Stderr, "%s %s: %v\n%s\n", engine, w, &stalls, m)
+			if r.Ops > 0 {
+				hits, misses := m.BlockCache.Hits-bc0.Hits, m.BlockCache.Misses-bc0.Misses
+				fmt.Fprintf(os.Stderr, "%s %s: block cache %.2f hits, %.2f misses per op (hit rate %.1f%%, this workload's)\n",
+					engine, w, float64(hits)/float64(r.Ops), float64(misses)/float64(r.Ops), 100*float64(hits)/float64(max(hits+misses, 1)))
+			}
+			if d := diskReadsOf(dir).sub(disk0); d.reads > 0 && r.Ops > 0 {
+				fmt.Fprintf(os.Stderr, "%s %s: the disk (/proc/diskstats, every process's) completed %.2f reads/op of %d B each, %.1f µs waited each\n",
+					engine, w, float64(d.reads)/float64(r.Ops), d.sectors*512/d.reads, float64(d.ms)*1000/float64(d.reads))
+			}
 			if fs1, ok := pebblefs.StatsOf(fsys); ok && r.Ops > 0 {
 				d := fs1.Sub(fs0)
-				fmt.Fprintf(os.Stderr, "%s %s: fresh files served %d B/op (%d reads); the device read %d B/op for pebblefs's files\n",
-					engine, w, d.FreshBytes/uint64(r.Ops), d.FreshReads, d.Read.DeviceBytes/uint64(r.Ops))
+				fmt.Fprintf(os.Stderr, "%s %s: fresh files served %d B/op (%d reads); the device read %d B/op for pebblefs's files in %.2f reads/op of %d B asked each\n",
+					engine, w, d.FreshBytes/uint64(r.Ops), d.FreshReads, d.Read.DeviceBytes/uint64(r.Ops),
+					float64(d.Read.Reads)/float64(r.Ops), d.Read.Bytes/max(d.Read.Reads, 1))
 			}
 		}
 		if err := enc.Encode(r); err != nil {
@@ -524,4 +537,41 @@ func processIO() ioBytes {
 		}
 	}
 	return b
+}
+
+// diskReads is what /proc/diskstats counts for one block device: reads
+// completed, 512-byte sectors read, milliseconds spent reading.
+type diskReads struct{ reads, sectors, ms uint64 }
+
+func (d diskReads) sub(prev diskReads) diskReads {
+	return diskReads{d.reads - prev.reads, d.sectors - prev.sectors, d.ms - prev.ms}
+}
+
+// diskReadsOf returns the counts of the device that holds dir, or zero
+// when /proc/diskstats does not list it (tmpfs, no /proc).
+func diskReadsOf(dir string) diskReads {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return diskReads{}
+	}
+	major, minor := (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff
+	data, err := os.ReadFile("/proc/diskstats")
+	if err != nil {
+		return diskReads{}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 7 {
+			continue
+		}
+		if f[0] != strconv.FormatUint(major, 10) || f[1] != strconv.FormatUint(minor, 10) {
+			continue
+		}
+		var d diskReads
+		d.reads, _ = strconv.ParseUint(f[3], 10, 64)
+		d.sectors, _ = strconv.ParseUint(f[5], 10, 64)
+		d.ms, _ = strconv.ParseUint(f[6], 10, 64)
+		return d
+	}
+	return diskReads{}
 }
