@@ -22,7 +22,10 @@
 // the child ends, and a signal ends the child first. Needs root for the
 // cgroup; -memory 0 runs without one. Each workload also reports the time
 // Pebble stalled writes and the CPU its process used; -metrics prints
-// Pebble's own metrics and what its flushes and compactions took. In a
+// Pebble's own metrics, what its flushes and compactions took, the
+// workload's block-cache hits and misses per operation, the reads per
+// operation the disk holding DIR completed (/proc/diskstats) and, for
+// pebblefs, what fresh files served and its device reads. In a
 // cgroup each child sets the Go runtime's soft memory limit to
 // pebblefs.GoMemoryLimit (the cgroup's limit less the block cache, the
 // memtables and pebblefs's budgets), as a program running Pebble in a
@@ -147,7 +150,7 @@ func parseFlags(args []string) (config, error) {
 	fresh := fs.String("fresh", "", "pebblefs's fresh-file budget, Options.FreshFiles (default: its own, a sixteenth of the memory limit; 0: none)")
 	fsMemory := fs.String("fs-memory", "0", "pebblefs's budget for file buffers and read-ahead, Options.Memory (0: its default, 16MiB)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
-	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
+	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics, block-cache hits and misses and device reads per op to stderr after each workload")
 	fs.BoolVar(&c.goLimit, "go-limit", true, "give each engine's Go runtime the soft memory limit pebblefs.GoMemoryLimit computes from the cgroup, the block cache, the memtables and pebblefs's budgets (false: GOGC alone)")
 	fs.IntVar(&c.arenas, "malloc-arenas", 2, "MALLOC_ARENA_MAX for each engine in a cgroup: glibc's arenas hold Pebble's C memory and keep what it frees (0: glibc's default, eight per CPU)")
 	if err := fs.Parse(args); err != nil {
