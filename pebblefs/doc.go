@@ -48,11 +48,13 @@
 //   - Options.FreshFiles (DefaultFreshFiles: a sixteenth of the memory
 //     limit, 8 MiB to 1 GiB): the sstables and blob files Pebble just
 //     wrote, kept in memory as they are written and read from there
-//     until removed, renamed or evicted, least recently read first:
-//     the VFS's version of RocksDB's prepopulate_block_cache. Compactions
-//     read what flushes and compactions wrote seconds before without the
-//     device, and with nothing set a store that fits in it is read from
-//     memory, as vfs.Default's page cache would serve it. A fresh file
+//     until removed, renamed or evicted, least recently read first, a
+//     compaction's output before a memtable flush's (an L0 sstable,
+//     which the next L0 compaction reads whole): the VFS's version of
+//     RocksDB's prepopulate_block_cache. Compactions read what flushes
+//     and compactions wrote seconds before without the device, and
+//     with nothing set a store that fits in it is read from memory, as
+//     vfs.Default's page cache would serve it. A fresh file
 //     is served only once its writer has closed it, and only while the
 //     inode, size and modification time on disk are the ones written.
 //     The memory of a file that goes is kept mapped for the next one,

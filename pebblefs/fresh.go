@@ -23,7 +23,8 @@ const freshChunk = 256 << 10
 // device. A file is served only once its writer has closed it, and only
 // to a reader that finds the same inode, size and modification time on
 // disk; it is dropped when pebblefs removes or renames it, and the least
-// recently read complete files are dropped when the budget is needed.
+// recently read complete files are dropped when the budget is needed:
+// compactions' outputs before memtable flushes' (see grow).
 type freshFiles struct {
 	budget int64
 	clock  atomic.Int64 // orders uses, for eviction
@@ -40,9 +41,10 @@ type freshFiles struct {
 
 // freshFile is one file's bytes in memory.
 type freshFile struct {
-	id   fileID
-	name string
-	last atomic.Int64 // the clock at its last use
+	id    fileID
+	name  string
+	flush bool         // a memtable flush wrote it (an L0 sstable)
+	last  atomic.Int64 // the clock at its last use
 
 	// mu guards what follows: a reader copies under RLock, eviction and
 	// removal free the chunks under Lock.
@@ -68,13 +70,13 @@ func keeps(name string) bool {
 	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
 }
 
-// start begins keeping the file id that name was just created as; nil if
-// it is not kept.
-func (c *freshFiles) start(id fileID, name string) *freshFile {
+// start begins keeping the file id that name was just created as, by a
+// memtable flush when flush; nil if it is not kept.
+func (c *freshFiles) start(id fileID, name string, flush bool) *freshFile {
 	if c == nil || id == (fileID{}) || !keeps(name) {
 		return nil
 	}
-	ff := &freshFile{id: id, name: name}
+	ff := &freshFile{id: id, name: name, flush: flush}
 	ff.last.Store(c.clock.Add(1))
 	c.mu.Lock()
 	old := c.files[id]
@@ -123,6 +125,14 @@ func (c *freshFiles) write(ff *freshFile, p []byte) {
 // grow returns a new chunk for ff, evicting the least recently used
 // complete files to make room, or nil when ff would take more than half
 // the budget or nothing can be evicted.
+//
+// Compactions' outputs go first, flushes' L0 sstables only to make room
+// for another flush's: an L0 sstable stays in L0 until a compaction
+// reads it whole, soon, and is removed then, while a compaction's
+// output may wait long for the next one (a deeper level's). With the
+// budget a small share of an 8x store, a compaction's outputs (several
+// files, each up to half the budget) otherwise pushed out the L0 files
+// the next compaction read from the device.
 func (c *freshFiles) grow(ff *freshFile) *aligned.Buffer {
 	ff.mu.RLock()
 	mine := int64(len(ff.chunks)) * freshChunk
@@ -152,7 +162,7 @@ func (c *freshFiles) grow(ff *freshFile) *aligned.Buffer {
 			}
 			return b
 		}
-		victim := c.oldestComplete()
+		victim := c.oldestComplete(ff.flush)
 		c.mu.Unlock()
 		if victim == nil {
 			return nil
@@ -161,12 +171,19 @@ func (c *freshFiles) grow(ff *freshFile) *aligned.Buffer {
 	}
 }
 
-// oldestComplete returns the complete file used least recently. c.mu is
-// held.
-func (c *freshFiles) oldestComplete() *freshFile {
+// oldestComplete returns the complete file to evict: the compaction
+// output used least recently, else, when flush, the flush output used
+// least recently. c.mu is held.
+func (c *freshFiles) oldestComplete(flush bool) *freshFile {
 	var v *freshFile
 	for _, ff := range c.files {
-		if ff.isComplete() && (v == nil || ff.last.Load() < v.last.Load()) {
+		if !ff.isComplete() || ff.flush && !flush {
+			continue
+		}
+		switch {
+		case v == nil, v.flush && !ff.flush:
+			v = ff
+		case v.flush == ff.flush && ff.last.Load() < v.last.Load():
 			v = ff
 		}
 	}

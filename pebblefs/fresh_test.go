@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/dio-storage/dio/internal/testenv"
 )
@@ -238,5 +239,103 @@ func TestFreshBudget(t *testing.T) {
 	wg.Wait()
 	for _, f := range files {
 		f.Close()
+	}
+}
+
+// writeCategory writes data to a new file created with category, and
+// closes it.
+func writeCategory(t *testing.T, fsys *FS, name string, data []byte, category vfs.DiskWriteCategory) {
+	t.Helper()
+	f, err := fsys.Create(name, category)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFreshKeepsFlushes: when the budget is full, a compaction's output
+// evicts other compactions' outputs, never a flush's L0 sstable, even
+// one used less recently; it is not kept when only flushes' files are
+// there; a flush's output evicts compactions' outputs first, then the
+// least recently used flush output.
+func TestFreshKeepsFlushes(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 8 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	name := func(s string) string { return filepath.Join(dir, s+".sst") }
+	size := 3*freshChunk - 100
+	fresh := func(n string) bool {
+		t.Helper()
+		f, fresh := openRead(t, fsys, name(n))
+		f.Close()
+		return fresh
+	}
+
+	writeCategory(t, fsys, name("f1"), pattern(1, size), flushCategory)
+	writeCategory(t, fsys, name("c1"), pattern(2, size), "pebble-compaction")
+	writeCategory(t, fsys, name("c2"), pattern(3, size), "pebble-compaction")
+	if !fresh("f1") || fresh("c1") || !fresh("c2") {
+		t.Fatalf("after f1, c1, c2: want f1 and c2 kept, c1 evicted; got f1 %v c1 %v c2 %v", fresh("f1"), fresh("c1"), fresh("c2"))
+	}
+	writeCategory(t, fsys, name("f2"), pattern(4, size), flushCategory)
+	if !fresh("f1") || fresh("c2") || !fresh("f2") {
+		t.Fatalf("after f2: want f1 and f2 kept, c2 evicted; got f1 %v c2 %v f2 %v", fresh("f1"), fresh("c2"), fresh("f2"))
+	}
+	writeCategory(t, fsys, name("c3"), pattern(5, size), vfs.WriteCategoryUnspecified)
+	if !fresh("f1") || !fresh("f2") || fresh("c3") {
+		t.Fatalf("after c3: want f1 and f2 kept, c3 not; got f1 %v f2 %v c3 %v", fresh("f1"), fresh("f2"), fresh("c3"))
+	}
+	fresh("f1") // f2 is now the flush output used least recently
+	writeCategory(t, fsys, name("f3"), pattern(6, size), flushCategory)
+	if !fresh("f1") || fresh("f2") || !fresh("f3") {
+		t.Fatalf("after f3: want f1 and f3 kept, f2 evicted; got f1 %v f2 %v f3 %v", fresh("f1"), fresh("f2"), fresh("f3"))
+	}
+	if got := fsys.fresh.inUse(); got > budget {
+		t.Fatalf("fresh files hold %d bytes, budget %d", got, budget)
+	}
+	for _, n := range []string{"f1", "f3"} {
+		f, _ := openRead(t, fsys, name(n))
+		checkReads(t, f, pattern(map[string]uint64{"f1": 1, "f3": 6}[n], size), 7)
+		f.Close()
+	}
+}
+
+// TestFreshFlushCategory: Pebble creates a memtable flush's sstables
+// with flushCategory, which is how pebblefs tells them apart; a Pebble
+// that named the category otherwise would leave every file a
+// compaction's output.
+func TestFreshFlushCategory(t *testing.T) {
+	dir := testenv.Dir(t)
+	fsys := newFS(&Options{FreshFiles: 64 << 20})
+	o := pebbleOptions(fsys)
+	o.DisableAutomaticCompactions = true
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 100 {
+		if err := db.Set(key(i), value(i, 0), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fsys.fresh.mu.Lock()
+	defer fsys.fresh.mu.Unlock()
+	flushes := 0
+	for _, ff := range fsys.fresh.files {
+		if ff.flush {
+			flushes++
+		}
+	}
+	if flushes != 1 {
+		t.Fatalf("%d fresh files written by a flush, want 1 (of %d)", flushes, len(fsys.fresh.files))
 	}
 }

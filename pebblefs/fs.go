@@ -84,13 +84,17 @@ func (fs *FS) forget(name string, evenLinked bool) {
 // Create removes any file at name and creates a new one, so a hard link
 // to the old file (a checkpoint's sstable) never sees it change: never
 // O_TRUNC, as vfs.Default.
-func (fs *FS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs *FS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	fs.forget(name, false)
 	if err := os.Remove(name); err != nil && !oserror.IsNotExist(err) {
 		return nil, errors.WithStack(err)
 	}
-	return fs.create(name)
+	return fs.create(name, category == flushCategory)
 }
+
+// flushCategory is the category Pebble creates a memtable flush's
+// sstables with (its getDiskWriteCategoryForCompaction).
+const flushCategory vfs.DiskWriteCategory = "pebble-memtable-flush"
 
 // ReuseForWrite removes oldname and creates newname, as vfs.FS allows.
 // Pebble recycles WAL files so that a new log overwrites blocks already

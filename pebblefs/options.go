@@ -69,8 +69,9 @@ type Options struct {
 	// files Pebble writes are kept in aligned memory as they are
 	// written, and their reads served from it, until the file is
 	// removed or renamed, or the budget is needed for newer ones (the
-	// least recently read go first). It is the VFS's version of RocksDB's
-	// prepopulate_block_cache: compactions read what flushes and
+	// least recently read go first, compactions' outputs before
+	// flushes', which a compaction's output never evicts). It is the
+	// VFS's version of RocksDB's prepopulate_block_cache: compactions read what flushes and
 	// compactions just wrote without going to the device, and a store
 	// smaller than the budget is read from memory as vfs.Default's page
 	// cache would serve it. Zero: DefaultFreshFiles(); negative: none.

@@ -32,7 +32,8 @@ type writeFile struct {
 
 var _ vfs.File = (*writeFile)(nil)
 
-func (fs *FS) create(name string) (*writeFile, error) {
+// create creates name, written by a memtable flush when flush.
+func (fs *FS) create(name string, flush bool) (*writeFile, error) {
 	w, err := fs.newWriter(name)
 	if err != nil {
 		return nil, errors.WithStack(err)
@@ -43,7 +44,7 @@ func (fs *FS) create(name string) (*writeFile, error) {
 		return nil, err
 	}
 	f := &writeFile{fs: fs, name: name, id: idOf(info), info: info, w: w}
-	f.fresh = fs.fresh.start(f.id, name)
+	f.fresh = fs.fresh.start(f.id, name, flush)
 	fs.live.add(f)
 	return f, nil
 }

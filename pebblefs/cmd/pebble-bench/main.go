@@ -22,7 +22,10 @@
 // the child ends, and a signal ends the child first. Needs root for the
 // cgroup; -memory 0 runs without one. Each workload also reports the time
 // Pebble stalled writes and the CPU its process used; -metrics prints
-// Pebble's own metrics and what its flushes and compactions took. In a
+// Pebble's own metrics, what its flushes and compactions took, the
+// workload's block-cache hits and misses per operation, the reads per
+// operation the disk holding DIR completed (/proc/diskstats) and, for
+// pebblefs, what fresh files served and its device reads. In a
 // cgroup each child sets the Go runtime's soft memory limit to
 // pebblefs.GoMemoryLimit (the cgroup's limit less the block cache, the
 // memtables and pebblefs's budgets), as a program running Pebble in a
@@ -147,7 +150,7 @@ func parseFlags(args []string) (config, error) {
 	fresh := fs.String("fresh", "", "pebblefs's fresh-file budget, Options.FreshFiles (default: its own, a sixteenth of the memory limit; 0: none)")
 	fsMemory := fs.String("fs-memory", "0", "pebblefs's budget for file buffers and read-ahead, Options.Memory (0: its default, 16MiB)")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per engine and workload")
-	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics to stderr after each workload")
+	fs.BoolVar(&c.metrics, "metrics", false, "print Pebble's metrics, block-cache hits and misses and device reads per op to stderr after each workload")
 	fs.BoolVar(&c.goLimit, "go-limit", true, "give each engine's Go runtime the soft memory limit pebblefs.GoMemoryLimit computes from the cgroup, the block cache, the memtables and pebblefs's budgets (false: GOGC alone)")
 	fs.IntVar(&c.arenas, "malloc-arenas", 2, "MALLOC_ARENA_MAX for each engine in a cgroup: glibc's arenas hold Pebble's C memory and keep what it frees (0: glibc's default, eight per CPU)")
 	if err := fs.Parse(args); err != nil {
@@ -367,6 +370,9 @@ func child(c config, engine string) error {
 			cg.ResetPeak() // before Linux 6.12 a v2 peak is the cgroup's whole life's
 		}
 		stalls.reset()
+		fs0, _ := pebblefs.StatsOf(fsys)
+		bc0 := db.Metrics().BlockCache
+		disk0 := diskReadsOf(dir)
 		cpu0 := cpuTime()
 		io0 := processIO()
 		ops := c.ops
@@ -398,7 +404,23 @@ func child(c config, engine string) error {
 			r.PageCacheBytes, _ = cg.PageCache()
 		}
 		if c.metrics {
-			fmt.Fprintf(os.Stderr, "%s %s: %v\n%s\n", engine, w, &stalls, db.Metrics())
+			m := db.Metrics()
+			fmt.Fprintf(os.Stderr, "%s %s: %v\n%s\n", engine, w, &stalls, m)
+			if r.Ops > 0 {
+				hits, misses := m.BlockCache.Hits-bc0.Hits, m.BlockCache.Misses-bc0.Misses
+				fmt.Fprintf(os.Stderr, "%s %s: block cache %.2f hits, %.2f misses per op (hit rate %.1f%%, this workload's)\n",
+					engine, w, float64(hits)/float64(r.Ops), float64(misses)/float64(r.Ops), 100*float64(hits)/float64(max(hits+misses, 1)))
+			}
+			if d := diskReadsOf(dir).sub(disk0); d.reads > 0 && r.Ops > 0 {
+				fmt.Fprintf(os.Stderr, "%s %s: the disk (/proc/diskstats, every process's) completed %.2f reads/op of %d B each, %.1f µs waited each\n",
+					engine, w, float64(d.reads)/float64(r.Ops), d.sectors*512/d.reads, float64(d.ms)*1000/float64(d.reads))
+			}
+			if fs1, ok := pebblefs.StatsOf(fsys); ok && r.Ops > 0 {
+				d := fs1.Sub(fs0)
+				fmt.Fprintf(os.Stderr, "%s %s: fresh files served %d B/op (%d reads); the device read %d B/op for pebblefs's files in %.2f reads/op of %d B asked each\n",
+					engine, w, d.FreshBytes/uint64(r.Ops), d.FreshReads, d.Read.DeviceBytes/uint64(r.Ops),
+					float64(d.Read.Reads)/float64(r.Ops), d.Read.Bytes/max(d.Read.Reads, 1))
+			}
 		}
 		if err := enc.Encode(r); err != nil {
 			return err
@@ -518,4 +540,41 @@ func processIO() ioBytes {
 		}
 	}
 	return b
+}
+
+// diskReads is what /proc/diskstats counts for one block device: reads
+// completed, 512-byte sectors read, milliseconds spent reading.
+type diskReads struct{ reads, sectors, ms uint64 }
+
+func (d diskReads) sub(prev diskReads) diskReads {
+	return diskReads{d.reads - prev.reads, d.sectors - prev.sectors, d.ms - prev.ms}
+}
+
+// diskReadsOf returns the counts of the device that holds dir, or zero
+// when /proc/diskstats does not list it (tmpfs, no /proc).
+func diskReadsOf(dir string) diskReads {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return diskReads{}
+	}
+	major, minor := (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff
+	data, err := os.ReadFile("/proc/diskstats")
+	if err != nil {
+		return diskReads{}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 7 {
+			continue
+		}
+		if f[0] != strconv.FormatUint(major, 10) || f[1] != strconv.FormatUint(minor, 10) {
+			continue
+		}
+		var d diskReads
+		d.reads, _ = strconv.ParseUint(f[3], 10, 64)
+		d.sectors, _ = strconv.ParseUint(f[5], 10, 64)
+		d.ms, _ = strconv.ParseUint(f[6], 10, 64)
+		return d
+	}
+	return diskReads{}
 }
