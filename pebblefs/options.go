@@ -71,10 +71,10 @@ type Options struct {
 	// removed or renamed, or the budget is needed for newer ones (the
 	// least recently read go first, compactions' outputs before
 	// flushes', which a compaction's output never evicts). It is the
-	// VFS's version of RocksDB's prepopulate_block_cache: compactions read what flushes and
-	// compactions just wrote without going to the device, and a store
-	// smaller than the budget is read from memory as vfs.Default's page
-	// cache would serve it. Zero: DefaultFreshFiles(); negative: none.
+	// VFS's version of RocksDB's prepopulate_block_cache: compactions
+	// read what flushes and compactions just wrote without going to the
+	// device, and a store smaller than the budget is read from memory
+	// as vfs.Default's page cache would serve it. Zero: DefaultFreshFiles(); negative: none.
 	FreshFiles int64
 	// Faults, for tests, injects I/O errors into every file's reads,
 	// writes and fdatasyncs (see package faults), as Pebble's errorfs

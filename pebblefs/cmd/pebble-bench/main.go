@@ -63,6 +63,7 @@ import (
 	"github.com/dio-storage/dio/internal/cgroup"
 	"github.com/dio-storage/dio/pebblefs"
 	"github.com/dustin/go-humanize"
+	"golang.org/x/sys/unix"
 )
 
 // arenaEnv caps glibc malloc's arenas, where Pebble's block cache and
@@ -557,7 +558,7 @@ func diskReadsOf(dir string) diskReads {
 	if err := syscall.Stat(dir, &st); err != nil {
 		return diskReads{}
 	}
-	major, minor := (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff
+	major, minor := uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev))
 	data, err := os.ReadFile("/proc/diskstats")
 	if err != nil {
 		return diskReads{}
