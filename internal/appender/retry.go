@@ -27,12 +27,14 @@ import (
 // page cache cannot make: after a failed fsync the kernel may have
 // dropped the dirty pages or marked them clean (PostgreSQL's "fsyncgate",
 // 2018), so a retried fsync can succeed while the data is gone. dio's
-// bytes are in its own buffers. Through the page cache (std-fs) a failed
-// fdatasync whose bytes are no longer all in the buffers (the ring went
-// round since the last Sync) cannot be retried honestly and is sticky;
-// with O_DIRECT the writes that completed went to the device, not to
-// pages the kernel could drop, and what the buffers still hold is
-// written again anyway.
+// bytes are in its own buffers. A failed fdatasync whose bytes are no
+// longer all in the buffers (the ring went round since the last Sync)
+// cannot be retried honestly and is sticky, with O_DIRECT too: the
+// writes that completed went to the device, but a device's volatile
+// cache loses them when its flush fails, and the retried flush then
+// succeeds without them (crashtest's TestFlushFailureInCommit saw a
+// retried Sync return nil on ext4 with the second MiB and the file's
+// size gone after a remount).
 //
 // Errors that say the request itself was wrong (EINVAL, an unaligned
 // write, a closed file or queue, a Pool that failed) stay sticky: writing
@@ -188,8 +190,8 @@ func (a *Appender) syncFailed(err error) error {
 			lo = min(lo, s.off)
 		}
 	}
-	if lo > aligned.Down(a.synced, int64(a.align)) && !a.f.Mode().Direct {
-		return a.fatal(fmt.Errorf("appender: %w, and the bytes from %d to %d, written through the page cache since the last Sync, are no longer in memory to write again", err, a.synced, lo))
+	if lo > aligned.Down(a.synced, int64(a.align)) {
+		return a.fatal(fmt.Errorf("appender: %w, and the bytes from %d to %d, written since the last Sync, are no longer in memory to write again", err, a.synced, lo))
 	}
 	a.mu.Lock()
 	for i := range a.slots {

@@ -170,6 +170,34 @@ func TestFakeSyncFailsRewrites(t *testing.T) {
 	}
 }
 
+// TestFakeSyncFailsGoneSticky: a failed fdatasync after the ring went
+// round since the last Sync, so that some bytes past Synced are no
+// longer in the buffers to write again, is sticky with O_DIRECT as
+// through the page cache: a device whose flush failed may have lost
+// writes that completed, and a retried fdatasync would succeed without
+// them.
+func TestFakeSyncFailsGoneSticky(t *testing.T) {
+	for _, dio := range []bool{true, false} {
+		f := newFake(512, 512, dio)
+		a := newOnFake(t, f, Options{BufferSize: 4 * kib, Buffers: 4})
+		write(t, a, stream(10_000, 7))
+		require.NoError(t, a.Sync())
+		write(t, a, stream(64*kib, 8)) // far more than 4 buffers of 4 KiB
+		f.fail = func(r request) error {
+			if r.op == direct.OpSync {
+				return syscall.EIO
+			}
+			return nil
+		}
+		require.ErrorIs(t, a.Sync(), syscall.EIO)
+		f.fail = nil
+		err := a.Sync()
+		require.ErrorIs(t, err, syscall.EIO, "direct=%v: the retried Sync", dio)
+		assert.Contains(t, err.Error(), "no longer in memory", "direct=%v", dio)
+		assert.Equal(t, int64(10_000), a.Synced(), "direct=%v", dio)
+	}
+}
+
 // TestFakeRetryPolicy: under a RetryPolicy a failure is reported to
 // OnRetry and retried, not returned, until the cause passes; when its
 // Context ends first, the call returns the last failure and the bytes are
