@@ -136,7 +136,10 @@ func must[T any](v T, err error) T {
 // with the file, the operation and its offset; a policy whose threshold
 // nothing reaches reports nothing.
 func TestSlowWriterReader(t *testing.T) {
-	const threshold, delay = 40 * time.Millisecond, 400 * time.Millisecond
+	// The threshold sits above what an fdatasync on a loop device takes
+	// under -race on a loaded CI machine (a 40 ms one saw Close's sync
+	// reported too, rightly: it was that slow).
+	const threshold, delay = 150 * time.Millisecond, time.Second
 	path := filepath.Join(testenv.Dir(t), "f")
 	reports := make(chan blobio.SlowIO, 8)
 	slow := &blobio.SlowPolicy{Threshold: threshold, Report: func(s blobio.SlowIO) { reports <- s }}
