@@ -126,8 +126,11 @@ func TestSlowWriter(t *testing.T) {
 		t.Fatalf("Sync returned (%v) without a report", err)
 	}
 	require.NoError(t, <-done)
+	time.Sleep(100 * time.Millisecond)
+	assert.Empty(t, reports, "reported twice")
+	// Close's own fdatasync is real: under -race on a loaded CI machine
+	// it can outlast the threshold and be reported, rightly.
 	require.NoError(t, w.Close())
-	assert.Empty(t, reports)
 
 	_, err = fileio.Create(path+"2", &fileio.Options{Slow: &fileio.SlowPolicy{}})
 	assert.ErrorIs(t, err, fileio.ErrInvalidOptions)

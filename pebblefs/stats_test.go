@@ -154,7 +154,7 @@ func TestSlowSyncDiskHealth(t *testing.T) {
 	slow := make(chan fileio.SlowIO, 8)
 	health := make(chan vfs.DiskSlowInfo, 8)
 	inner := New(&Options{Faults: faults.NewPlan(faults.Late(direct.OpSync, 1, 3*time.Second)),
-		Slow: &fileio.SlowPolicy{Threshold: 50 * time.Millisecond, Report: func(s fileio.SlowIO) { slow <- s }}})
+		Slow: &fileio.SlowPolicy{Threshold: time.Second, Report: func(s fileio.SlowIO) { slow <- s }}})
 	fsys, closer := vfs.WithDiskHealthChecks(inner, 100*time.Millisecond, nil, func(i vfs.DiskSlowInfo) {
 		select {
 		case health <- i:
