@@ -1,6 +1,10 @@
 package pebblefs
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/dio-storage/dio/aligned"
+)
 
 // Read-ahead sizes a sequential file can get from the budget.
 const (
@@ -38,13 +42,32 @@ const (
 // nobody read (its iterator stopped; Pebble keeps the file open in its
 // file cache) is taken back, the oldest first, when a sequential file or
 // a newer Prefetch finds the budget spent.
+//
+// A prefetch's memory is a buffer of aligned memory (outside Go's heap:
+// no allocation, zeroing or collection per Prefetch) in one of three
+// sizes, 64, 128 and 256 KiB, the sizes Pebble asks for. A buffer a
+// prefetch is done with stays counted and waits on the shelf for the
+// next Prefetch of its size, until a sequential file or a Prefetch of
+// another size needs its bytes.
 type aheadBudget struct {
 	mu          sync.Mutex
 	limit, used int64
-	prefetched  int64                  // of used, Prefetches'
+	prefetched  int64                  // of used, Prefetches' buffers, shelved ones included
+	shelf       []*aligned.Buffer      // prefetch buffers not in use, of used and prefetched
+	shelved     int64                  // their bytes
 	pres        map[*prefetcher]uint64 // files with a prefetch, by when it started
 	tick        uint64
 	denied      int64 // sequential opens that got no read-ahead: the budget was spent
+}
+
+// prefetchSize is the buffer a Prefetch of n bytes gets: n rounded up to
+// 64, 128 or 256 KiB.
+func prefetchSize(n int64) int64 {
+	size := int64(minReadAhead)
+	for size < n && size < maxPrefetch {
+		size *= 2
+	}
+	return size
 }
 
 // aheadCost is the memory a Sequential with read-ahead ra maps.
@@ -61,6 +84,9 @@ func (b *aheadBudget) take(want int) (int, func()) {
 	want = max(want, minReadAhead)
 	for {
 		b.mu.Lock()
+		for len(b.shelf) > 0 && b.used+aheadCost(want) > b.limit-b.limit/floorShare {
+			b.unshelveLocked()
+		}
 		for ra := want; ra >= minReadAhead; ra /= 2 {
 			if ra > minReadAhead && b.used+aheadCost(ra) > b.limit-b.limit/floorShare {
 				continue
@@ -81,38 +107,84 @@ func (b *aheadBudget) take(want int) (int, func()) {
 	}
 }
 
-// reservePrefetch reserves n bytes for pr's prefetch and returns the
-// function that gives them back, or nil when the budget does not hold
-// them; then the oldest other prefetch, if any, is taken back for the
-// next one.
-func (b *aheadBudget) reservePrefetch(pr *prefetcher, n int64) func() {
+// prefetchBuffer returns a buffer for pr's prefetch of n bytes, of
+// prefetchSize(n), from the shelf or newly reserved, or nil when the
+// budget does not hold one; then the oldest other prefetch, if any, is
+// taken back for the next one. The buffer goes back with shelve.
+func (b *aheadBudget) prefetchBuffer(pr *prefetcher, n int64) *aligned.Buffer {
+	size := prefetchSize(n)
 	b.mu.Lock()
-	if b.prefetched+n <= b.limit/2 {
-		if put := b.reserveLocked(n); put != nil {
-			b.prefetched += n
-			if b.pres == nil {
-				b.pres = map[*prefetcher]uint64{}
-			}
-			b.tick++
-			b.pres[pr] = b.tick
+	buf := b.fromShelfLocked(size)
+	if buf == nil {
+		for len(b.shelf) > 0 && (b.prefetched+size > b.limit/2 || b.used+size > b.limit) {
+			b.unshelveLocked()
+		}
+		if b.prefetched+size > b.limit/2 || b.used+size > b.limit {
+			victim := b.oldestLocked(pr)
 			b.mu.Unlock()
-			var once sync.Once
-			return func() {
-				once.Do(func() {
-					b.mu.Lock()
-					b.prefetched -= n
-					b.mu.Unlock()
-					put()
-				})
+			if victim != nil {
+				victim.tryTakeBack()
 			}
+			return nil
+		}
+		// New maps and faults in the buffer: rare, once the shelf holds
+		// the sizes a workload's Prefetches ask for.
+		var err error
+		if buf, err = aligned.New(int(size), poolAlign); err != nil {
+			b.mu.Unlock()
+			return nil
+		}
+		b.used += size
+		b.prefetched += size
+	}
+	if b.pres == nil {
+		b.pres = map[*prefetcher]uint64{}
+	}
+	b.tick++
+	b.pres[pr] = b.tick
+	b.mu.Unlock()
+	return buf
+}
+
+// shelve takes back a prefetch's buffer, for the next Prefetch of its
+// size; it stays counted.
+func (b *aheadBudget) shelve(buf *aligned.Buffer) {
+	b.mu.Lock()
+	b.shelf = append(b.shelf, buf)
+	b.shelved += int64(buf.Size())
+	b.mu.Unlock()
+}
+
+// fromShelfLocked returns a shelved buffer of size bytes, or nil.
+// b.mu is held.
+func (b *aheadBudget) fromShelfLocked(size int64) *aligned.Buffer {
+	for i := len(b.shelf) - 1; i >= 0; i-- {
+		if buf := b.shelf[i]; int64(buf.Size()) == size {
+			b.shelf = append(b.shelf[:i], b.shelf[i+1:]...)
+			b.shelved -= size
+			return buf
 		}
 	}
-	victim := b.oldestLocked(pr)
-	b.mu.Unlock()
-	if victim != nil {
-		victim.tryTakeBack()
-	}
 	return nil
+}
+
+// unshelveLocked frees the oldest shelved buffer, which the shelf
+// holds. b.mu is held.
+func (b *aheadBudget) unshelveLocked() {
+	buf := b.shelf[0]
+	b.shelf = b.shelf[1:]
+	size := int64(buf.Size())
+	b.shelved -= size
+	b.prefetched -= size
+	b.used -= size
+	buf.Free()
+}
+
+// inUse is the read-ahead memory in use: held, less the shelf's.
+func (b *aheadBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used - b.shelved
 }
 
 // oldestLocked returns the file with the oldest prefetch other than

@@ -167,7 +167,9 @@
 //     SequentialReadsOption handle, which reads ahead: ReadAhead (512
 //     KiB) in flight while the budget lasts, down to 64 KiB, none (reads
 //     through the buffer pool) when it is spent. A prefetch its iterator
-//     never read is taken back when the budget is needed.
+//     never read is taken back when the budget is needed. Its buffer is
+//     aligned memory outside Go's heap (64, 128 or 256 KiB), kept within
+//     the budget for the next Prefetch, so a scan allocates nothing for it.
 //   - Fd is the real descriptor, opened with O_DIRECT.
 //   - A file still being written here can be opened and read (Pebble's
 //     checkpoints copy the live MANIFEST and WAL): a read past what the

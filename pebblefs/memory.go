@@ -14,7 +14,8 @@ type MemoryStats struct {
 	// most a third of Options.Memory, or Options.Pool's.
 	Buffers int64
 	// ReadAhead is the read-ahead the files Pebble reads in order hold,
-	// and Prefetch's reads: at most two thirds of Options.Memory.
+	// and Prefetch's buffers, in use or kept for the next Prefetches
+	// (at most half of it): at most two thirds of Options.Memory.
 	ReadAhead int64
 	// Fresh is the fresh files' memory, their chunks and the spare chunks
 	// removed files left for the next ones (kept mapped: mapping and

@@ -275,8 +275,13 @@ func TestMemoryBudget(t *testing.T) {
 		f.Close()
 	}
 	files = nil
-	if m := fsys.Memory(); m.ReadAhead != 0 {
-		t.Errorf("%d bytes of read-ahead still counted with every file closed", m.ReadAhead)
+	// What stays is the shelf: prefetch buffers kept for the next
+	// Prefetches, within the prefetches' half of the read-ahead budget.
+	if n := fsys.ahead.inUse(); n != 0 {
+		t.Errorf("%d bytes of read-ahead still in use with every file closed", n)
+	}
+	if m := fsys.Memory(); m.ReadAhead > fsys.ahead.limit/2 {
+		t.Errorf("%d bytes of prefetch buffers shelved, over half the read-ahead budget (%d)", m.ReadAhead, fsys.ahead.limit)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dio-storage/dio/aligned"
 )
 
 var errPrefetchClosed = errors.New("pebblefs: file closed before its prefetch read")
@@ -17,17 +19,30 @@ const maxPrefetch = 256 << 10
 
 // prefetch is one asynchronous read ahead of an iterator: Prefetch
 // starts it, and a ReadAt inside its range waits for it and copies from
-// it instead of reading the device. Its memory comes from the read-ahead
-// half of Options.Memory and goes back when a read passes its end, the
-// next Prefetch replaces it, the file closes, or the budget takes it
-// back for a newer one or for a sequential file (aheadBudget).
+// it instead of reading the device. Its buffer comes from the read-ahead
+// half of Options.Memory (aheadBudget.prefetchBuffer) and goes back when
+// the last of its references does: the prefetcher's, dropped when a read
+// passes its end, the next Prefetch replaces it, the file closes or the
+// budget takes it back for a newer one or for a sequential file; its
+// read's, when the read is done; and each ReadAt's copying from it.
 type prefetch struct {
-	off  int64
-	buf  []byte
-	n    int
-	err  error
-	done chan struct{}
-	put  func() // gives the memory back to the budget
+	off   int64
+	b     *aligned.Buffer
+	buf   []byte // b's first n bytes asked for
+	n     int
+	err   error
+	done  chan struct{} // closed when the read is done
+	freed chan struct{} // closed when the buffer went back
+	refs  atomic.Int32
+	ahead *aheadBudget
+}
+
+// unref drops a reference, the last giving the buffer back.
+func (p *prefetch) unref() {
+	if p.refs.Add(-1) == 0 {
+		p.ahead.shelve(p.b)
+		close(p.freed)
+	}
 }
 
 // prefetcher is a readFile's prefetch, at most one at a time.
@@ -63,14 +78,16 @@ func (f *readFile) Prefetch(off, n int64) error {
 	}
 	f.pre.dropLocked()
 	f.pre.ahead = &f.fs.ahead
-	put := f.fs.ahead.reservePrefetch(&f.pre, n)
-	if put == nil {
+	b := f.fs.ahead.prefetchBuffer(&f.pre, n)
+	if b == nil {
 		return nil
 	}
-	p := &prefetch{off: off, buf: make([]byte, n), done: make(chan struct{}), put: put}
+	p := &prefetch{off: off, b: b, buf: b.Bytes()[:n], done: make(chan struct{}), freed: make(chan struct{}), ahead: &f.fs.ahead}
+	p.refs.Store(2) // the prefetcher's and the read's
 	f.pre.p = p
 	f.pre.active.Store(true)
 	go func() {
+		defer p.unref()
 		defer close(p.done)
 		f.mu.RLock()
 		defer f.mu.RUnlock()
@@ -105,7 +122,9 @@ func (f *readFile) fromPrefetch(p []byte, off int64) bool {
 		f.pre.mu.Unlock()
 		return false
 	}
+	pf.refs.Add(1) // its buffer stays while this copies from it
 	f.pre.mu.Unlock()
+	defer pf.unref()
 	<-pf.done
 	if pf.err != nil || int64(pf.n) < end-pf.off {
 		return false
@@ -114,8 +133,8 @@ func (f *readFile) fromPrefetch(p []byte, off int64) bool {
 	return true
 }
 
-// dropLocked forgets the prefetch, giving its memory back once its read
-// is done. pre.mu is held.
+// dropLocked forgets the prefetch, whose buffer goes back once its read
+// and the copies from it are done. pre.mu is held.
 func (pr *prefetcher) dropLocked() {
 	p := pr.p
 	if p == nil {
@@ -126,23 +145,18 @@ func (pr *prefetcher) dropLocked() {
 	if pr.ahead != nil {
 		pr.ahead.forget(pr)
 	}
-	go func() {
-		<-p.done
-		p.put()
-	}()
+	p.unref()
 }
 
-// takeBack drops the prefetch, unread, and gives its memory back once
-// its read is done, before it returns: the budget needs it for a
-// sequential file.
+// takeBack drops the prefetch, unread, and waits for its buffer to go
+// back before it returns: the budget needs it for a sequential file.
 func (pr *prefetcher) takeBack() {
 	pr.mu.Lock()
 	p := pr.p
 	pr.dropLocked()
 	pr.mu.Unlock()
 	if p != nil {
-		<-p.done
-		p.put()
+		<-p.freed
 	}
 }
 
