@@ -33,7 +33,10 @@
 // io.Seeker, io.WriterTo and io.ReaderAt that reads ahead, windows that
 // grow to 512 KiB with up to Options.ReadAhead (2 MiB, RocksDB's
 // compaction_readahead_size) in flight while the caller consumes.
-// Random readers never pay for it.
+// Random readers never pay for it. A caller with an aligned.Buffer of
+// its own reads an aligned range straight into it with ReadAtBuffer, no
+// pooled buffer and no copy (a read ahead of its own, as pebblefs's
+// Prefetch).
 //
 // # Crashes
 //
@@ -53,7 +56,7 @@
 //	OpenAppend(path, size, *Options) (*Writer, error)
 //	(*Writer) Write, Sync, Synced, Size, Mode, Fd, Stats, Close
 //	Open(path, *Options) (*Reader, error)
-//	(*Reader) ReadAt, Size, Mode, Fd, NewSequential, Stats, Close
+//	(*Reader) ReadAt, ReadAtBuffer, Size, Mode, Fd, NewSequential, Stats, Close
 //	(*Sequential) Read, Seek, ReadAt, WriteTo, Close
 //	Options{BufferSize, Buffers, IO, Pool, Size, ReadAhead, NoSync, NoDirSync, Context, Faults, Retry, Slow}
 //	RetryPolicy{Context, OnRetry, MinDelay, MaxDelay}

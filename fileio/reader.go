@@ -91,6 +91,20 @@ func (r *Reader) Fd() uintptr { return r.c.File().Fd() }
 // safe for concurrent use.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) { return r.c.ReadAt(p, off) }
 
+// ReadAtBuffer reads the first n bytes of b at off, as ReadAt does, and
+// when off and n are multiples of the file's alignment (4096 always is,
+// on every filesystem dio knows) and b's alignment is the file's memory
+// alignment or more, straight into b: one device read and no copy
+// through a pooled buffer, which a read ahead of 64 KiB and more pays for
+// in CPU (the pool's buffer comes back from the device out of the CPU's
+// caches). Otherwise it reads as ReadAt. Past the end of the file (or
+// Options.Size) the bytes of b up to n's alignment are unspecified. b must
+// not be used by anything else until it returns; an n outside 0 to
+// b.Size() panics, as slicing past a slice's capacity does.
+func (r *Reader) ReadAtBuffer(b *aligned.Buffer, n int, off int64) (int, error) {
+	return r.c.ReadInto(b.Bytes()[:n], off)
+}
+
 // Close waits for the reads in progress, closes the Reader's Sequentials
 // and its file, and makes later calls fail with ErrClosed.
 func (r *Reader) Close() error { return r.c.Close() }

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"io"
 
+	"github.com/dio-storage/dio/aligned"
 	"github.com/dio-storage/dio/fileio"
 )
 
@@ -23,6 +24,7 @@ type fileWriter interface {
 // fileReader is what a readFile needs of fileio's Reader.
 type fileReader interface {
 	io.ReaderAt
+	ReadAtBuffer(b *aligned.Buffer, n int, off int64) (int, error) // a prefetch's read
 	Size() int64
 	Close() error
 	Fd() uintptr

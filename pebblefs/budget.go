@@ -45,7 +45,8 @@ const (
 //
 // A prefetch's memory is a buffer of aligned memory (outside Go's heap:
 // no allocation, zeroing or collection per Prefetch) in one of three
-// sizes, 64, 128 and 256 KiB, the sizes Pebble asks for. A buffer a
+// sizes, 64, 128 and 256 KiB (the sizes Pebble asks for) and two blocks,
+// which fileio reads into with no copy (ReadAtBuffer). A buffer a
 // prefetch is done with stays counted and waits on the shelf for the
 // next Prefetch of its size, until a sequential file or a Prefetch of
 // another size needs its bytes.
@@ -61,13 +62,14 @@ type aheadBudget struct {
 }
 
 // prefetchSize is the buffer a Prefetch of n bytes gets: n rounded up to
-// 64, 128 or 256 KiB.
+// 64, 128 or 256 KiB, and two blocks more, for the aligned span around
+// it that fileio reads straight into the buffer.
 func prefetchSize(n int64) int64 {
 	size := int64(minReadAhead)
 	for size < n && size < maxPrefetch {
 		size *= 2
 	}
-	return size
+	return size + 2*poolAlign
 }
 
 // aheadCost is the memory a Sequential with read-ahead ra maps.

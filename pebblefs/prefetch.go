@@ -4,6 +4,7 @@ package pebblefs
 
 import (
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 
@@ -26,9 +27,9 @@ const maxPrefetch = 256 << 10
 // budget takes it back for a newer one or for a sequential file; its
 // read's, when the read is done; and each ReadAt's copying from it.
 type prefetch struct {
-	off   int64
+	off   int64 // where the read starts: Prefetch's off, aligned down
 	b     *aligned.Buffer
-	buf   []byte // b's first n bytes asked for
+	buf   []byte // b's bytes read into: the aligned span around what was asked
 	n     int
 	err   error
 	done  chan struct{} // closed when the read is done
@@ -82,7 +83,9 @@ func (f *readFile) Prefetch(off, n int64) error {
 	if b == nil {
 		return nil
 	}
-	p := &prefetch{off: off, b: b, buf: b.Bytes()[:n], done: make(chan struct{}), freed: make(chan struct{}), ahead: &f.fs.ahead}
+	// The aligned span around [off, off+n), read straight into b.
+	lo, hi := aligned.Down(off, poolAlign), aligned.Up(off+n, poolAlign)
+	p := &prefetch{off: lo, b: b, buf: b.Bytes()[:hi-lo], done: make(chan struct{}), freed: make(chan struct{}), ahead: &f.fs.ahead}
 	p.refs.Store(2) // the prefetcher's and the read's
 	f.pre.p = p
 	f.pre.active.Store(true)
@@ -95,7 +98,10 @@ func (f *readFile) Prefetch(off, n int64) error {
 			p.err = errPrefetchClosed
 			return
 		}
-		p.n, p.err = f.r.ReadAt(p.buf, p.off)
+		p.n, p.err = f.r.ReadAtBuffer(p.b, len(p.buf), p.off)
+		if p.err == io.EOF { // the span's aligned end is past the file's
+			p.err = nil
+		}
 	}()
 	return nil
 }

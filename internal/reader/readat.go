@@ -92,3 +92,35 @@ func (r *Reader) readVia(pool *Pool, want []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// ReadInto is ReadAt into memory the kernel may write itself: when off
+// and len(p) are multiples of the file's alignment and p's address of its
+// memory alignment, the read goes straight into p, with no pooled buffer
+// and no copy (RocksDB's RandomAccessFileReader reads an aligned scratch
+// the same way); otherwise it is ReadAt. p must be memory that stays
+// where it is while the read is in flight, an aligned.Buffer's: a Go
+// slice may live on a goroutine's stack, which moves. Past the end of the
+// file (or Options.Size) the bytes of p's aligned tail are unspecified.
+func (r *Reader) ReadInto(p []byte, off int64) (int, error) {
+	if err := r.Acquire(); err != nil {
+		return 0, err
+	}
+	defer r.Release()
+	if off < 0 || len(p) == 0 || off >= r.size || !aligned.IsAligned(off, r.align) ||
+		!aligned.IsAligned(int64(len(p)), r.align) || !aligned.IsSliceAligned(p, r.memAl) {
+		return r.ReadAtHeld(p, off)
+	}
+	r.meter.Asked(direct.OpRead, len(p))
+	want := min(int64(len(p)), r.size-off)
+	m, err := r.Read(make(chan direct.Completion, 1), p[:aligned.Up(want, r.align)], off)
+	n := int(min(int64(m), want))
+	switch {
+	case err != nil:
+		return n, r.errorf("reading %s at %d: %w", r.path, off+int64(n), err)
+	case int64(m) < want:
+		return n, r.errorf("reading %s at %d: file ends at %d: %w", r.path, off, off+int64(m), io.ErrUnexpectedEOF)
+	case want < int64(len(p)):
+		return n, io.EOF
+	}
+	return n, nil
+}
