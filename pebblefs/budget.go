@@ -1,6 +1,7 @@
 package pebblefs
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/dio-storage/dio/aligned"
@@ -162,7 +163,7 @@ func (b *aheadBudget) shelve(buf *aligned.Buffer) {
 func (b *aheadBudget) fromShelfLocked(size int64) *aligned.Buffer {
 	for i := len(b.shelf) - 1; i >= 0; i-- {
 		if buf := b.shelf[i]; int64(buf.Size()) == size {
-			b.shelf = append(b.shelf[:i], b.shelf[i+1:]...)
+			b.shelf = slices.Delete(b.shelf, i, i+1)
 			b.shelved -= size
 			return buf
 		}
@@ -174,7 +175,7 @@ func (b *aheadBudget) fromShelfLocked(size int64) *aligned.Buffer {
 // holds. b.mu is held.
 func (b *aheadBudget) unshelveLocked() {
 	buf := b.shelf[0]
-	b.shelf = b.shelf[1:]
+	b.shelf = slices.Delete(b.shelf, 0, 1)
 	size := int64(buf.Size())
 	b.shelved -= size
 	b.prefetched -= size
