@@ -1,6 +1,7 @@
 package fileio_test
 
 import (
+	"bytes"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -42,31 +43,20 @@ func TestReadAtBuffer(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Free()
 
-	// ReadAt's answer, from the bytes written: an io.ReaderAt's.
-	readAt := func(n int, off int64) ([]byte, error) {
-		if n == 0 {
-			return nil, nil
-		}
-		if off >= size {
-			return nil, io.EOF
-		}
-		end := min(off+int64(n), size)
-		if end-off < int64(n) {
-			return want[off:end], io.EOF
-		}
-		return want[off:end], nil
-	}
+	// ReadAt's answer is an io.ReaderAt's over the bytes written.
+	written := bytes.NewReader(want)
 	// Aligned: read straight into b, through none of the pool's buffers.
 	for _, c := range []struct {
 		n   int
 		off int64
 	}{{256 << 10, 0}, {64 << 10, 4096}, {128 << 10, 1<<20 - 64<<10}, {64 << 10, 1 << 20}, {4096, 1<<20 + 4096}, {0, 8192}} {
-		wb, werr := readAt(c.n, c.off)
+		wb := make([]byte, c.n)
+		wn, werr := written.ReadAt(wb, c.off)
 		clear(b.Bytes())
 		n, err := r.ReadAtBuffer(b, c.n, c.off)
-		require.Equal(t, len(wb), n, "ReadAtBuffer(%d, %d)", c.n, c.off)
+		require.Equal(t, wn, n, "ReadAtBuffer(%d, %d)", c.n, c.off)
 		require.Equal(t, werr, err, "ReadAtBuffer(%d, %d)", c.n, c.off)
-		require.Equal(t, string(wb), string(b.Bytes()[:n]), "ReadAtBuffer(%d, %d)", c.n, c.off)
+		require.Equal(t, string(wb[:wn]), string(b.Bytes()[:n]), "ReadAtBuffer(%d, %d)", c.n, c.off)
 	}
 	if r.Mode().Direct {
 		assert.Zero(t, pool.Stats().HighWater, "an aligned ReadAtBuffer took a pooled buffer")
