@@ -26,6 +26,12 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 
 // ReadAtHeld is ReadAt for a caller that holds an Acquire.
 func (r *Reader) ReadAtHeld(p []byte, off int64) (int, error) {
+	return r.readAtHeld(p, off, r.ReadSpan)
+}
+
+// readAtHeld is ReadAtHeld reading the part of p the file holds with
+// span, which reads exactly len(want) bytes at off.
+func (r *Reader) readAtHeld(p []byte, off int64, span func(want []byte, off int64) (int, error)) (int, error) {
 	switch {
 	case off < 0:
 		return 0, fmt.Errorf("%w: ReadAt at negative offset %d", r.offsetEr, off)
@@ -39,7 +45,7 @@ func (r *Reader) ReadAtHeld(p []byte, off int64) (int, error) {
 	if rest := r.size - off; int64(len(p)) > rest {
 		want, atEnd = p[:rest], true
 	}
-	n, err := r.ReadSpan(want, off)
+	n, err := span(want, off)
 	if err == nil && atEnd {
 		err = io.EOF
 	}
@@ -106,21 +112,24 @@ func (r *Reader) ReadInto(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	defer r.Release()
-	if off < 0 || len(p) == 0 || off >= r.size || !aligned.IsAligned(off, r.align) ||
-		!aligned.IsAligned(int64(len(p)), r.align) || !aligned.IsSliceAligned(p, r.memAl) {
+	if !aligned.IsAligned(off, r.align) || !aligned.IsAligned(int64(len(p)), r.align) || !aligned.IsSliceAligned(p, r.memAl) {
 		return r.ReadAtHeld(p, off)
 	}
-	r.meter.Asked(direct.OpRead, len(p))
-	want := min(int64(len(p)), r.size-off)
-	m, err := r.Read(make(chan direct.Completion, 1), p[:aligned.Up(want, r.align)], off)
-	n := int(min(int64(m), want))
+	return r.readAtHeld(p, off, r.readStraight)
+}
+
+// readStraight reads exactly len(want) bytes at off, which the file
+// holds, into want's own memory, in one read of its aligned length:
+// want is ReadInto's aligned p, cut at the file's end, so its capacity
+// holds the rounding up.
+func (r *Reader) readStraight(want []byte, off int64) (int, error) {
+	m, err := r.Read(make(chan direct.Completion, 1), want[:aligned.Up(int64(len(want)), r.align)], off)
+	n := min(m, len(want))
 	switch {
 	case err != nil:
 		return n, r.errorf("reading %s at %d: %w", r.path, off+int64(n), err)
-	case int64(m) < want:
+	case m < len(want):
 		return n, r.errorf("reading %s at %d: file ends at %d: %w", r.path, off, off+int64(m), io.ErrUnexpectedEOF)
-	case want < int64(len(p)):
-		return n, io.EOF
 	}
 	return n, nil
 }
