@@ -117,12 +117,13 @@ func (b *aheadBudget) take(want int) (int, func()) {
 func (b *aheadBudget) prefetchBuffer(pr *prefetcher, n int64) *aligned.Buffer {
 	size := prefetchSize(n)
 	b.mu.Lock()
+	fits := func() bool { return b.prefetched+size <= b.limit/2 && b.used+size <= b.limit }
 	buf := b.fromShelfLocked(size)
 	if buf == nil {
-		for len(b.shelf) > 0 && (b.prefetched+size > b.limit/2 || b.used+size > b.limit) {
+		for len(b.shelf) > 0 && !fits() {
 			b.unshelveLocked()
 		}
-		if b.prefetched+size > b.limit/2 || b.used+size > b.limit {
+		if !fits() {
 			victim := b.oldestLocked(pr)
 			b.mu.Unlock()
 			if victim != nil {
