@@ -67,6 +67,7 @@ func TestGoGet(t *testing.T) {
 		t.Skip("no go command")
 	}
 	modCache := strings.TrimSpace(run(t, "", nil, goBin, "env", "GOMODCACHE"))
+	goProxy := strings.TrimSpace(run(t, "", nil, goBin, "env", "GOPROXY"))
 	version := requiredDio(t)
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -112,7 +113,10 @@ func main() {
 }
 `)
 	env := []string{
-		"GOPROXY=file://" + proxy + ",file://" + filepath.Join(modCache, "cache", "download"),
+		// The tree's module cache serves what building pebblefs fetched; the
+		// configured proxy, last, the go.mod files of modules the build
+		// prunes, which a fresh machine's cache lacks.
+		"GOPROXY=file://" + proxy + ",file://" + filepath.Join(modCache, "cache", "download") + "," + goProxy,
 		"GOFLAGS=-mod=mod",
 		"GOSUMDB=off",
 		"GONOSUMDB=" + dioModule,
