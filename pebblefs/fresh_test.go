@@ -4,20 +4,24 @@ package pebblefs
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/faults"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
 // openRead opens name and returns it with whether its reads come from
-// fresh memory.
+// fresh memory, all of it in memory already.
 func openRead(t *testing.T, fsys *FS, name string) (*readFile, bool) {
 	t.Helper()
 	f, err := fsys.Open(name)
@@ -25,7 +29,7 @@ func openRead(t *testing.T, fsys *FS, name string) (*readFile, bool) {
 		t.Fatal(err)
 	}
 	r := f.(*readFile)
-	return r, r.fresh != nil
+	return r, r.fresh != nil && r.fresh.whole()
 }
 
 // checkReads reads f at random offsets and lengths and compares with
@@ -121,15 +125,15 @@ func TestFreshGoneWithFile(t *testing.T) {
 	if err := fsys.Rename(a, b); err != nil {
 		t.Fatal(err)
 	}
+	if got := fsys.fresh.inUse(); got != 0 {
+		t.Fatalf("renamed files left %d fresh bytes", got)
+	}
 	f, fresh := openRead(t, fsys, b)
 	if fresh {
 		t.Fatal("a renamed file is still served from memory")
 	}
-	checkReads(t, f, old, 3)
+	checkReads(t, f, old, 3) // read from the device, filling memory as it goes
 	f.Close()
-	if got := fsys.fresh.inUse(); got != 0 {
-		t.Fatalf("renamed files left %d fresh bytes", got)
-	}
 
 	// A link keeps the bytes on Remove of the other name; RemoveAll of
 	// the directory drops them.
@@ -337,5 +341,176 @@ func TestFreshFlushCategory(t *testing.T) {
 	}
 	if flushes != 1 {
 		t.Fatalf("%d fresh files written by a flush, want 1 (of %d)", flushes, len(fsys.fresh.files))
+	}
+}
+
+// TestFreshFill: a file pebblefs did not write (here, written with
+// os.WriteFile) is filled into memory as point reads miss, chunk by
+// chunk, and read right throughout; once whole, its reads leave the
+// device alone and a sequential reader gets it too; a rewrite on disk
+// is never served from the old chunks; nothing is filled once the store
+// outgrows the budget.
+func TestFreshFill(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 16 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	name := filepath.Join(dir, "000001.sst")
+	data := pattern(1, 3*freshChunk+5000)
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	f, _ := openRead(t, fsys, name)
+	if f.fresh == nil || f.fresh.whole() {
+		t.Fatal("a point reader of a file not in memory got nothing to fill")
+	}
+	if seq, err := fsys.Open(name, vfs.SequentialReadsOption); err != nil {
+		t.Fatal(err)
+	} else if seq.(*readFile).fresh != nil {
+		t.Fatal("a sequential reader got a file not yet whole")
+	} else {
+		seq.Close()
+	}
+	checkReads(t, f, data, 1)
+	if got := fsys.fresh.inUse(); got == 0 || got > 4*freshChunk {
+		t.Fatalf("after reads of a 4-chunk file, fresh files hold %d bytes", got)
+	}
+	if _, err := f.ReadAt(make([]byte, len(data)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if !f.fresh.whole() {
+		t.Fatal("a file read end to end is not whole in memory")
+	}
+	before := fsys.Stats()
+	checkReads(t, f, data, 2)
+	if s := fsys.Stats().Sub(before); s.Read.Reads != 0 || s.FreshReads == 0 {
+		t.Fatalf("reads of a whole file: %d from the device, %d from memory", s.Read.Reads, s.FreshReads)
+	}
+	f.Close()
+	if _, fresh := openRead(t, fsys, name); !fresh {
+		t.Fatal("a file filled whole is not served from memory when opened again")
+	}
+
+	// Rewritten behind pebblefs's back: the filled chunks are not served.
+	other := pattern(2, 2*freshChunk)
+	if err := os.WriteFile(name, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(name, later, later); err != nil {
+		t.Fatal(err)
+	}
+	f, fresh := openRead(t, fsys, name)
+	if fresh {
+		t.Fatal("a file rewritten on disk is served from the old chunks")
+	}
+	checkReads(t, f, other, 3)
+	f.Close()
+
+	// A store larger than the budget: nothing more is filled.
+	for i := range 9 {
+		n := filepath.Join(dir, fmt.Sprintf("%06d.sst", 10+i))
+		if err := os.WriteFile(n, pattern(uint64(10+i), 4*freshChunk), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := openRead(t, fsys, n)
+		g.Close()
+	}
+	held := fsys.fresh.inUse()
+	for i := range 9 {
+		g, _ := openRead(t, fsys, filepath.Join(dir, fmt.Sprintf("%06d.sst", 10+i)))
+		checkReads(t, g, pattern(uint64(10+i), 4*freshChunk), 4)
+		g.Close()
+	}
+	if got := fsys.fresh.inUse(); got != held || fsys.fresh.stored.Load() <= budget {
+		t.Fatalf("with %d bytes stored and a budget of %d, reads filled %d bytes more", fsys.fresh.stored.Load(), budget, got-held)
+	}
+
+	// RemoveAll of a directory takes its files, and only them, off the
+	// store: the store outside it still outgrows the budget.
+	sub := filepath.Join(dir, "checkpoint")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := filepath.Join(sub, "000100.sst")
+	if err := os.WriteFile(n, pattern(100, 2*freshChunk), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := openRead(t, fsys, n)
+	g.Close()
+	stored := fsys.fresh.stored.Load()
+	if err := fsys.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	if got := fsys.fresh.stored.Load(); got != stored-2*freshChunk {
+		t.Fatalf("RemoveAll of a directory with a 2-chunk file: %d bytes stored, want %d", got, stored-2*freshChunk)
+	}
+}
+
+// TestFreshFillBadSector: a chunk that cannot be read whole (a latent
+// sector error beside the block asked for) is not filled, the block is
+// read from the device as without fresh files, and a read of the bad
+// sector itself fails.
+func TestFreshFillBadSector(t *testing.T) {
+	dir := testenv.Dir(t)
+	bad := int64(freshChunk + 64<<10)
+	fsys := newFS(&Options{FreshFiles: 16 * freshChunk, Faults: faults.NewPlan(faults.BadSectors(bad, 4096))})
+	name := filepath.Join(dir, "000001.sst")
+	data := pattern(1, 3*freshChunk)
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := openRead(t, fsys, name)
+	defer f.Close()
+	p := make([]byte, 4000)
+	for _, off := range []int64{100, freshChunk + 10, 2*freshChunk + 7} {
+		if _, err := f.ReadAt(p, off); err != nil || !bytes.Equal(p, data[off:off+int64(len(p))]) {
+			t.Fatalf("ReadAt at %d: %v, or bytes other than written", off, err)
+		}
+	}
+	if got := fsys.fresh.inUse(); got != 2*freshChunk {
+		t.Fatalf("fresh files hold %d bytes, want the 2 chunks without a bad sector", got)
+	}
+	if _, err := f.ReadAt(p, bad); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("ReadAt of the bad sector: %v, want EIO", err)
+	}
+}
+
+// TestFreshRefill: a file pebblefs wrote and then evicted for newer ones
+// fills again, once the store fits the budget again, as a reader that
+// held it open all along misses: Pebble's file cache keeps an sstable's
+// handle open for as long as it lives.
+func TestFreshRefill(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 8 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
+	data := pattern(1, 3*freshChunk-100)
+	writeAll(t, fsys, name(1), data, 8192).Close()
+	f, fresh := openRead(t, fsys, name(1))
+	defer f.Close()
+	if !fresh {
+		t.Fatal("a file just written is not in memory")
+	}
+	for i := 2; i <= 3; i++ {
+		writeAll(t, fsys, name(i), pattern(uint64(i), 3*freshChunk-100), 8192).Close()
+	}
+	if f.fresh.whole() {
+		t.Fatal("the oldest file was not evicted")
+	}
+	// As a compaction removes its inputs once its outputs are written,
+	// the store shrinks back within the budget.
+	if err := fsys.Remove(name(2)); err != nil {
+		t.Fatal(err)
+	}
+	checkReads(t, f, data, 1)
+	if _, err := f.ReadAt(make([]byte, len(data)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if !f.fresh.whole() {
+		t.Fatal("an evicted file read end to end is not in memory again")
+	}
+	if got := fsys.fresh.inUse(); got > budget {
+		t.Fatalf("fresh files hold %d bytes, budget %d", got, budget)
 	}
 }

@@ -73,8 +73,14 @@ type Options struct {
 	// flushes', which a compaction's output never evicts). It is the
 	// VFS's version of RocksDB's prepopulate_block_cache: compactions
 	// read what flushes and compactions just wrote without going to the
-	// device, and a store smaller than the budget is read from memory
-	// as vfs.Default's page cache would serve it. Zero: DefaultFreshFiles(); negative: none.
+	// device. While the sstables and blob files pebblefs knows of fit
+	// the budget, the files it did not write (a store reopened) or
+	// evicted fill from the disk a 256 KiB chunk at a time as Pebble's
+	// point reads miss, so a store smaller than the budget is read from
+	// memory whatever wrote it, as vfs.Default's page cache would serve
+	// it; a larger store fills nothing, since a chunk read for one block
+	// would push out blocks read more often. Zero: DefaultFreshFiles();
+	// negative: none.
 	//
 	// Split one memory budget between it and Pebble's block cache by
 	// where the data lives: when the store (nearly) fits, most of it

@@ -26,8 +26,8 @@ type readFile struct {
 	live atomic.Pointer[writeFile]
 
 	// fresh holds the file's bytes in memory when pebblefs wrote it
-	// recently (Options.FreshFiles); reads are served from it while it
-	// lasts.
+	// recently or, for point reads, fills as they miss
+	// (Options.FreshFiles); reads are served from it while it lasts.
 	fresh *freshFile
 
 	pre prefetcher // Prefetch's read ahead
@@ -55,7 +55,7 @@ func (fs *FS) open(name string, seq bool) (*readFile, error) {
 		return fs.openLive(name, w, seq)
 	}
 	// A fresh file is read from memory: its handle needs no read-ahead.
-	fresh := fs.fresh.lookup(idOf(info), info.Size(), info.ModTime())
+	fresh := fs.fresh.attach(idOf(info), name, info.Size(), info.ModTime(), seq)
 	r, err := fs.newReader(name, 0, seq && fresh == nil)
 	if err != nil {
 		return nil, errors.WithStack(err)
@@ -145,7 +145,7 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 	if rest := f.size - off; int64(len(p)) > rest {
 		want = p[:rest]
 	}
-	if f.fresh != nil && f.fs.fresh.readAt(f.fresh, want, off) {
+	if f.fresh != nil && (f.fs.fresh.readAt(f.fresh, want, off) || f.fs.fresh.fill(f.fresh, f.r, want, off)) {
 		f.fs.book.fresh(len(want))
 		if len(want) < len(p) {
 			return len(want), io.EOF
