@@ -7,7 +7,7 @@ DIR     ?= $(or $(TMPDIR),/tmp)
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # pebblefs/ is a module of its own (Pebble stays out of dio's go.mod), so
 # ./... above does not reach it: test and lint name it. -short keeps its
-# race run to one metamorphic seed and two kills (Pebble under -race is
+# race run to two metamorphic seeds and two kills (Pebble under -race is
 # slow); the matrix legs run it without -race (scripts/test-matrix.sh).
 PEBBLEFS_TEST ?= -race -short -count=1 -timeout=10m
 # examples/promdio is a module of its own too (Prometheus stays out of

@@ -19,7 +19,7 @@ import (
 // seeds on every filesystem of the matrix; PEBBLEFS_METAMORPHIC_SEEDS=200
 // runs hundreds.
 const (
-	seedsEnv = "PEBBLEFS_METAMORPHIC_SEEDS" // seeds to run (default 3, 1 with -short)
+	seedsEnv = "PEBBLEFS_METAMORPHIC_SEEDS" // seeds to run (default 3, 2 with -short)
 	seedEnv  = "PEBBLEFS_METAMORPHIC_SEED"  // the first seed (default: from the clock, logged)
 	opsEnv   = "PEBBLEFS_METAMORPHIC_OPS"   // operations per seed (default 2000)
 )
@@ -50,10 +50,12 @@ func (o fsOption) Open(opts *pebble.Options) error { opts.FS = o.fs; return nil 
 // iterators, snapshots, flushes, compactions, ingestions, checkpoints,
 // excises), once on Pebble's in-memory MemFS and once on pebblefs, and
 // requires the two histories, every operation's result, to be the same.
+// Every other seed runs pebblefs with fresh files of a few chunks, so
+// that they are evicted and filled again as Pebble reads.
 func TestMetamorphic(t *testing.T) {
 	seeds := envInt(t, seedsEnv, 3)
 	if testing.Short() && os.Getenv(seedsEnv) == "" {
-		seeds = 1
+		seeds = 2 // one of each budget
 	}
 	first := envInt(t, seedEnv, uint64(time.Now().UnixNano()))
 	nOps := envInt(t, opsEnv, 2000)
@@ -63,8 +65,16 @@ func TestMetamorphic(t *testing.T) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			dir := testenv.Dir(t)
 			mem := runMetamorphic(t, seed, nOps, filepath.Join(dir, "db"), filepath.Join(dir, "mem.history"), nil)
-			fsys := newFS(nil)
+			// Every other seed with a fresh-file budget of a few chunks,
+			// so that files are evicted and filled again as Pebble reads.
+			var o *Options
+			if i%2 == 1 {
+				o = &Options{FreshFiles: 4 * freshChunk}
+			}
+			fsys := newFS(o)
 			onDio := runMetamorphic(t, seed, nOps, filepath.Join(dir, "db"), filepath.Join(dir, "pebblefs.history"), fsys)
+			st := fsys.Stats()
+			t.Logf("pebblefs read %d times from the device, %d from fresh files", st.Read.Reads, st.FreshReads)
 			fsys.live.mu.Lock()
 			n := len(fsys.live.files)
 			fsys.live.mu.Unlock()
