@@ -18,15 +18,20 @@ import (
 // onelinerMain runs the README's one-liner as a new user would: Pebble
 // opened with nothing set but Options.FS (pebblefs.New(nil), or
 // vfs.Default), KEYS keys written and flushed, then KEYS point reads of
-// them at random, one goroutine; it prints each engine's reads/s.
+// them at random, one goroutine; it prints each engine's reads/s. With
+// -reopen the store is closed and opened again, on a new FS, between
+// the writes and the reads, as a service restarted reads a store it
+// did not write in this process (vfs.Default's page cache keeps what it
+// held; pebblefs starts with nothing in memory).
 //
-//	pebble-bench oneliner [-keys 200000] [-value 100] [-rounds 3] [-json] DIR
+//	pebble-bench oneliner [-keys 200000] [-value 100] [-rounds 3] [-reopen] [-json] DIR
 func onelinerMain(args []string) error {
 	fs := flag.NewFlagSet("pebble-bench oneliner", flag.ContinueOnError)
 	keys := fs.Int("keys", 200_000, "keys written, then read")
 	value := fs.String("value", "100", "value size")
 	rounds := fs.Int("rounds", 3, "rounds, the engines alternating first")
 	asJSON := fs.Bool("json", false, "one JSON object per engine and round")
+	reopen := fs.Bool("reopen", false, "close the store and open it again on a new FS before the reads")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,11 +49,11 @@ func onelinerMain(args []string) error {
 			order = []string{engines[1], engines[0]}
 		}
 		for _, e := range order {
-			fsys := vfs.Default
+			newFS := func() vfs.FS { return vfs.Default }
 			if e == "pebblefs" {
-				fsys = pebblefs.New(nil)
+				newFS = func() vfs.FS { return pebblefs.New(nil) }
 			}
-			r, err := oneliner(fsys, filepath.Join(fs.Arg(0), e), *keys, int(vs))
+			r, err := oneliner(newFS, *reopen, filepath.Join(fs.Arg(0), e), *keys, int(vs))
 			if err != nil {
 				return fmt.Errorf("%s: %w", e, err)
 			}
@@ -74,18 +79,24 @@ type onelinerResult struct {
 	ReadsPerSec  float64 `json:"reads_s"`
 }
 
-// oneliner writes keys keys of value bytes into a new store at dir, as
-// the README's example does, then reads each once in random order.
-func oneliner(fsys vfs.FS, dir string, keys, value int) (onelinerResult, error) {
+// oneliner writes keys keys of value bytes into a new store at dir on
+// newFS(), as the README's example does, then reads each once in random
+// order, after opening the store again on a new newFS() if reopen.
+func oneliner(newFS func() vfs.FS, reopen bool, dir string, keys, value int) (onelinerResult, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return onelinerResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	db, err := pebble.Open(dir, &pebble.Options{FS: fsys, Logger: quiet{}})
+	open := func() (*pebble.DB, error) { return pebble.Open(dir, &pebble.Options{FS: newFS(), Logger: quiet{}}) }
+	db, err := open()
 	if err != nil {
 		return onelinerResult{}, err
 	}
-	defer db.Close()
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
 	r := rand.New(rand.NewPCG(1, 2))
 	val := make([]byte, value)
 	var key []byte
@@ -113,6 +124,16 @@ func oneliner(fsys vfs.FS, dir string, keys, value int) (onelinerResult, error) 
 		return onelinerResult{}, err
 	}
 	written := time.Since(t0)
+	if reopen {
+		err := db.Close()
+		db = nil
+		if err != nil {
+			return onelinerResult{}, err
+		}
+		if db, err = open(); err != nil {
+			return onelinerResult{}, err
+		}
+	}
 	t1 := time.Now()
 	for _, i := range r.Perm(keys) {
 		key = ycsbKey(key, uint64(i))
