@@ -83,15 +83,15 @@ type Options struct {
 	// negative: none.
 	//
 	// Split one memory budget between it and Pebble's block cache by
-	// where the data lives: when the store (nearly) fits, most of it
-	// here does best, since fresh files hold whole sstables as written,
-	// compressed, and compactions read them next (300,000 records in 384
-	// MiB: 192 MiB here and a 64 MiB block cache ran YCSB load, A, B and
-	// E at 0.94-1.12x vfs.Default, a 192 MiB block cache and 64 MiB here
-	// 0.81-0.97x); when it is many times the memory, the split matters
-	// little (2,000,000 records in 256 MiB: a 96 MiB block cache and 16
-	// MiB here against 64 and 48, every workload within 6%); see
-	// pebblefs/README.md.
+	// where the data lives: when the store fits, enough here to hold it
+	// does best, since fresh files hold whole sstables as written,
+	// compressed, and compactions read them next (300,000 records, a
+	// 260 MB store, in 384 MiB: 256 MiB here and a 64 MiB block cache
+	// ran YCSB load, A, B, C and E at 0.96-1.13x vfs.Default, 192 MiB
+	// here, short of the store, at 0.63-0.99x); when it is many times
+	// the memory, the split matters little (2,000,000 records in 256
+	// MiB: a 96 MiB block cache and 16 MiB here against 64 and 48,
+	// every workload within 6%); see pebblefs/README.md.
 	FreshFiles int64
 	// Faults, for tests, injects I/O errors into every file's reads,
 	// writes and fdatasyncs (see package faults), as Pebble's errorfs
