@@ -165,8 +165,15 @@ func TestFreshChangedOnDisk(t *testing.T) {
 	fsys := newFS(nil)
 	name := filepath.Join(dir, "000001.sst")
 	writeAll(t, fsys, name, pattern(1, 100<<10), 4096).Close()
-	other := pattern(2, 100<<10)
-	if err := os.WriteFile(name, other, 0o644); err != nil {
+	rewriteBehind(t, fsys, name, pattern(2, 100<<10), 1)
+}
+
+// rewriteBehind rewrites the file name with data behind fsys's back (a
+// new modification time), and checks that a reader opened after is
+// not served from memory and reads data.
+func rewriteBehind(t *testing.T, fsys *FS, name string, data []byte, seed uint64) {
+	t.Helper()
+	if err := os.WriteFile(name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(time.Hour)
@@ -177,7 +184,7 @@ func TestFreshChangedOnDisk(t *testing.T) {
 	if fresh {
 		t.Fatal("a file rewritten on disk is served from memory")
 	}
-	checkReads(t, f, other, 1)
+	checkReads(t, f, data, seed)
 	f.Close()
 }
 
@@ -392,20 +399,7 @@ func TestFreshFill(t *testing.T) {
 	}
 
 	// Rewritten behind pebblefs's back: the filled chunks are not served.
-	other := pattern(2, 2*freshChunk)
-	if err := os.WriteFile(name, other, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	later := time.Now().Add(time.Hour)
-	if err := os.Chtimes(name, later, later); err != nil {
-		t.Fatal(err)
-	}
-	f, fresh := openRead(t, fsys, name)
-	if fresh {
-		t.Fatal("a file rewritten on disk is served from the old chunks")
-	}
-	checkReads(t, f, other, 3)
-	f.Close()
+	rewriteBehind(t, fsys, name, pattern(2, 2*freshChunk), 3)
 
 	// A store larger than the budget: nothing more is filled.
 	for i := range 9 {
