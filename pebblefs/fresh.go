@@ -186,15 +186,19 @@ func (c *freshFiles) grow(ff *freshFile) *aligned.Buffer {
 		}
 		victim := c.oldestComplete(ff.flush)
 		c.mu.Unlock()
-		if victim == nil {
+		switch {
+		case victim == nil:
 			return nil
+		case c.fills():
+			c.evict(victim)
+		default: // it could not fill again: keep files, which eviction scans, short
+			c.drop(victim)
 		}
-		c.evict(victim)
 	}
 }
 
-// evict frees ff's chunks to make room for others. ff stays known, to
-// be filled again as its readers miss, while reads fill (see fills).
+// evict frees ff's chunks to make room for others. ff stays in files,
+// to be filled again as its readers miss, while reads fill (see fills).
 func (c *freshFiles) evict(ff *freshFile) {
 	ff.mu.Lock()
 	if ff.dropped {

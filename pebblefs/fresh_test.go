@@ -508,3 +508,27 @@ func TestFreshRefill(t *testing.T) {
 		t.Fatalf("fresh files hold %d bytes, budget %d", got, budget)
 	}
 }
+
+// TestFreshDropBeyondBudget: once the store outgrows the budget, files
+// evicted for newer ones leave the fresh files altogether (they could
+// not fill again), so eviction's scan stays as short as the budget.
+func TestFreshDropBeyondBudget(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 4 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	for i := range 12 {
+		name := filepath.Join(dir, fmt.Sprintf("%06d.sst", i))
+		writeAll(t, fsys, name, pattern(uint64(i), freshChunk), 4096).Close()
+	}
+	fsys.fresh.mu.Lock()
+	n := len(fsys.fresh.files)
+	fsys.fresh.mu.Unlock()
+	// The budget's four, and the one evicted while the store still fit,
+	// kept to fill again.
+	if n > budget/freshChunk+1 {
+		t.Fatalf("a 12-chunk store with a 4-chunk budget keeps %d fresh files", n)
+	}
+	if got := fsys.fresh.stored.Load(); got != 12*freshChunk {
+		t.Fatalf("the store is %d bytes, want %d", got, 12*freshChunk)
+	}
+}
