@@ -445,7 +445,7 @@ func (c *freshFiles) attach(id fileID, name string, size int64, mtime time.Time,
 	ff.last.Store(c.clock.Add(1))
 	c.mu.Lock()
 	old := c.files[id]
-	if old != nil && !old.isComplete() && !old.isDropped() { // a writer's, still open
+	if old != nil && old.writing() {
 		c.mu.Unlock()
 		return nil
 	}
@@ -468,10 +468,11 @@ func (ff *freshFile) whole() bool {
 	return !ff.dropped && ff.loaded == len(ff.chunks)
 }
 
-func (ff *freshFile) isDropped() bool {
+// writing reports whether ff is a writer's, still open.
+func (ff *freshFile) writing() bool {
 	ff.mu.RLock()
 	defer ff.mu.RUnlock()
-	return ff.dropped
+	return !ff.complete && !ff.dropped
 }
 
 // holds reports whether the chunks under len bytes at off are all in
