@@ -65,10 +65,8 @@ func TestMetamorphic(t *testing.T) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			dir := testenv.Dir(t)
 			mem := runMetamorphic(t, seed, nOps, filepath.Join(dir, "db"), filepath.Join(dir, "mem.history"), nil)
-			// Every other seed with a fresh-file budget of a few chunks,
-			// so that files are evicted and filled again as Pebble reads.
 			var o *Options
-			if i%2 == 1 {
+			if i%2 == 1 { // fresh files of a few chunks (see above)
 				o = &Options{FreshFiles: 4 * freshChunk}
 			}
 			fsys := newFS(o)
