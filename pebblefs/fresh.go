@@ -230,12 +230,6 @@ func (c *freshFiles) oldestComplete(flush bool) *freshFile {
 	return v
 }
 
-func (ff *freshFile) isComplete() bool {
-	ff.mu.RLock()
-	defer ff.mu.RUnlock()
-	return ff.complete && !ff.dropped
-}
-
 // evictable reports whether ff is complete and holds memory.
 func (ff *freshFile) evictable() bool {
 	ff.mu.RLock()
