@@ -34,11 +34,11 @@ import (
 // it reaps. The owner is not locked to its thread: a locked goroutine
 // that yields hands its P to another thread and sleeps until it runs
 // again, a futex wake each turn. Yielding unlocked took 16 readers on
-// the fast device from 0.42-0.46x fio QD16's reads/s at 1.80-1.90x its
-// CPU per read to 0.49-0.53x at 1.63-1.66x, and on the virtio disk from
-// 1.29-1.34x to 1.05-1.13x its CPU (locked and not yielding; locked and
-// yielding did worse, 2.0-2.2x, and so did waiting in Go's poller
-// instead of the kernel; see docs/engine.md). With fewer waiters each
+// the fast device from 0.45x fio QD16's reads/s at 1.76-1.85x its CPU
+// per read to 0.53x at 1.51-1.56x, and on the virtio disk from
+// 1.26-1.27x its CPU to 1.09-1.12x (ReadBlob and ReadAt, medians of 5
+// and 3 rounds; locked and yielding did worse than before, 2.0-2.2x,
+// and so did waiting in Go's poller; see docs/engine.md). With fewer waiters each
 // submits and waits itself, which costs one goroutine less than a
 // hand-off to the owner and back.
 //
