@@ -33,14 +33,13 @@ import (
 // those go in together with the owner's next enter, as fio resubmits as
 // it reaps. The owner is not locked to its thread: a locked goroutine
 // that yields hands its P to another thread and sleeps until it runs
-// again, a futex wake each turn. Yielding unlocked took 16 readers on
-// the fast device from 0.45x fio QD16's reads/s at 1.76-1.85x its CPU
-// per read to 0.53x at 1.51-1.56x, and on the virtio disk from
-// 1.26-1.27x its CPU to 1.09-1.12x (ReadBlob and ReadAt, medians of 5
-// and 3 rounds; locked and yielding did worse than before, 2.0-2.2x,
-// and so did waiting in Go's poller; see docs/engine.md). With fewer waiters each
-// submits and waits itself, which costs one goroutine less than a
-// hand-off to the owner and back.
+// again, a futex wake each turn. A yield that finds the P busy with
+// goroutines that compute is not repeated for a while (see yielder).
+// Yielding cut the CPU per read of 16 readers by a sixth and raised
+// their reads/s as much; locked and yielding did worse than neither,
+// and so did waiting in Go's poller (docs/engine.md). With fewer
+// waiters each submits and waits itself, which costs one goroutine less
+// than a hand-off to the owner and back.
 //
 // While an owner runs, a Submit pushes its SQE and returns: the owner
 // submits it (kicked out of its wait in the kernel, if it is there,
@@ -90,11 +89,59 @@ func (u *uring) handOff() {
 }
 
 // own runs the owner's turns until it gives the seat up, yielding its P
-// between them to the goroutines a turn woke (see above).
+// between them to the goroutines a turn woke (see above) while yields
+// are quick (see yielder).
 func (u *uring) own() {
 	retries, idle := 0, false
+	var y yielder
 	for u.ownTurn(&retries, &idle) {
-		runtime.Gosched()
+		if y.due() {
+			t := monotonic()
+			runtime.Gosched()
+			y.took(monotonic() - t)
+		}
+	}
+}
+
+// yielder decides turn by turn whether the owner yields its P. A yield
+// pays when the goroutines it lets run are readers that push their next
+// SQE and wait again within microseconds; when they compute instead
+// (Pebble's readers between block-cache misses, any CPU-bound goroutine
+// on the P), the owner waits behind them in the global run queue while
+// the SQEs pushed meanwhile wait for it. So a yield that took longer
+// than yieldSlow turns yielding off for the next yieldBackoff turns,
+// twice as many after each slow one up to yieldBackoffMax, and a quick
+// one turns it back on. Pebble's YCSB C with data 8x its memory (4
+// readers, 3 rounds against the owner before yielding) ran 0.86x
+// (0.78-1.12x) with the owner always yielding, 1.10x (0.99-1.27x) with
+// this back-off; 16 bare readers kept most of the gain (docs/engine.md).
+type yielder struct {
+	backoff int // turns without a yield after the last slow one
+	skipped int // of those, how many have passed
+}
+
+const (
+	yieldSlow       = 50 * time.Microsecond // 16 readers' yields took a few µs
+	yieldBackoff    = 16
+	yieldBackoffMax = 1024
+)
+
+// due reports whether this turn yields.
+func (y *yielder) due() bool {
+	if y.skipped < y.backoff {
+		y.skipped++
+		return false
+	}
+	y.skipped = 0
+	return true
+}
+
+// took records how long (ns) the yield due allowed took.
+func (y *yielder) took(d int64) {
+	if d > int64(yieldSlow) {
+		y.backoff = min(max(2*y.backoff, yieldBackoff), yieldBackoffMax)
+	} else {
+		y.backoff = 0
 	}
 }
 

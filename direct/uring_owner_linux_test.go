@@ -525,3 +525,41 @@ func TestURingOwnerEnterGone(t *testing.T) {
 	assert.Error(t, u.err, "the ring still in service")
 	assert.Zero(t, q.pending)
 }
+
+// TestOwnerYielder checks the owner's yield back-off: every turn yields
+// while yields are quick; a slow one stops yielding for yieldBackoff
+// turns, twice as many after each slow one up to yieldBackoffMax; a
+// quick one ends the back-off.
+func TestOwnerYielder(t *testing.T) {
+	var y yielder
+	quick, slow := int64(yieldSlow)/10, int64(yieldSlow)*10
+	// gap runs turns until one yields, reporting how many did not.
+	gap := func() int {
+		n := 0
+		for !y.due() {
+			n++
+			if n > 10*yieldBackoffMax {
+				t.Fatal("the owner never yields again")
+			}
+		}
+		return n
+	}
+	for range 5 {
+		if g := gap(); g != 0 {
+			t.Fatalf("skipped %d turns while yields are quick", g)
+		}
+		y.took(quick)
+	}
+	want := yieldBackoff
+	for range 10 {
+		y.took(slow)
+		if g := gap(); g != want {
+			t.Fatalf("skipped %d turns after a slow yield, want %d", g, want)
+		}
+		want = min(2*want, yieldBackoffMax)
+	}
+	y.took(quick)
+	if g := gap(); g != 0 {
+		t.Fatalf("skipped %d turns after a quick yield", g)
+	}
+}
