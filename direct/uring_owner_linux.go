@@ -27,7 +27,8 @@ import (
 // an owner: a goroutine that holds the seat turn after turn, submits
 // every SQE pushed meanwhile and waits for CQEs with the same
 // io_uring_enter, and reaps. The completions' task work then lands on
-// the thread that is waiting for them. Between turns the owner yields
+// the thread that submitted them, which is waiting for them while the
+// owner stays on it (it does, unless a yield moves it). Between turns the owner yields
 // its P (runtime.Gosched): the goroutines its reaping woke were readied
 // on that P, so they run there first, each pushing its next SQE, and
 // those go in together with the owner's next enter, as fio resubmits as
@@ -121,7 +122,7 @@ type yielder struct {
 }
 
 const (
-	yieldSlow       = 50 * time.Microsecond // 16 readers' yields took a few µs
+	yieldSlow       = 50 * time.Microsecond // readers that wait again at once stay well within it
 	yieldBackoff    = 16
 	yieldBackoffMax = 1024
 )
