@@ -27,20 +27,20 @@ import (
 // an owner: a goroutine that holds the seat turn after turn, submits
 // every SQE pushed meanwhile and waits for CQEs with the same
 // io_uring_enter, and reaps. The completions' task work then lands on
-// the thread that submitted them, which is waiting for them while the
-// owner stays on it (it does, unless a yield moves it). Between turns the owner yields
-// its P (runtime.Gosched): the goroutines its reaping woke were readied
-// on that P, so they run there first, each pushing its next SQE, and
-// those go in together with the owner's next enter, as fio resubmits as
-// it reaps. The owner is not locked to its thread: a locked goroutine
+// the thread that submitted them, which is waiting for them as long as
+// the owner stays on it (a yield may move it). Between turns the owner
+// yields its P (runtime.Gosched): the goroutines its reaping woke were
+// readied on that P, so they run there first, each pushing its next
+// SQE, and those go in together with the owner's next enter, as fio
+// resubmits as it reaps. The owner is not locked to its thread: a locked goroutine
 // that yields hands its P to another thread and sleeps until it runs
 // again, a futex wake each turn. A yield that finds the P busy with
 // goroutines that compute is not repeated for a while (see yielder).
 // Yielding cut the CPU per read of 16 readers by a sixth and raised
-// their reads/s as much; locked and yielding did worse than neither,
-// and so did waiting in Go's poller (docs/engine.md). With fewer
-// waiters each submits and waits itself, which costs one goroutine less
-// than a hand-off to the owner and back.
+// their reads/s as much; locking the owner to its thread and yielding
+// did worse than doing neither, and so did waiting in Go's poller
+// (docs/engine.md). With fewer waiters each submits and waits itself,
+// which costs one goroutine less than a hand-off to the owner and back.
 //
 // While an owner runs, a Submit pushes its SQE and returns: the owner
 // submits it (kicked out of its wait in the kernel, if it is there,
