@@ -37,8 +37,13 @@ const freshChunk = 256 << 10
 // 192 MiB), YCSB C read 257 KB from the device per miss and ran at two
 // thirds of its pace without filling.
 type freshFiles struct {
-	budget int64
-	clock  atomic.Int64 // orders uses, for eviction
+	budget int64 // Options.FreshFiles
+	// limit is what the files may hold now: the budget, less what the
+	// memory cgroup's pressure took back (see giveWay). gaveWay counts
+	// the bytes unmapped for it.
+	limit   atomic.Int64
+	gaveWay atomic.Int64
+	clock   atomic.Int64 // orders uses, for eviction
 
 	mu    sync.Mutex
 	used  int64 // bytes in chunks, of every file in files
@@ -51,7 +56,8 @@ type freshFiles struct {
 	// spare holds the chunks of dropped files for the next ones: mapping
 	// a chunk afresh and faulting its pages in cost a third of a 1M-record
 	// load's CPU (mmap, munmap and the page faults of the copy into it).
-	// used plus spare's bytes never exceed budget.
+	// used plus spare's bytes never exceed limit, but for a moment
+	// after giveWay lowers it.
 	spare []*aligned.Buffer
 }
 
@@ -81,7 +87,9 @@ func newFreshFiles(budget int64) *freshFiles {
 	if budget < freshChunk {
 		return nil
 	}
-	return &freshFiles{budget: budget, files: map[fileID]*freshFile{}, known: map[fileID]keptFile{}}
+	c := &freshFiles{budget: budget, files: map[fileID]*freshFile{}, known: map[fileID]keptFile{}}
+	c.limit.Store(budget)
+	return c
 }
 
 // keeps reports whether a file of this name is kept: sstables and blob
@@ -159,22 +167,23 @@ func (c *freshFiles) grow(ff *freshFile) *aligned.Buffer {
 	ff.mu.RLock()
 	mine := int64(ff.loaded) * freshChunk
 	ff.mu.RUnlock()
-	if mine+freshChunk > c.budget/2 {
+	if mine+freshChunk > c.limit.Load()/2 {
 		return nil
 	}
 	for {
 		c.mu.Lock()
-		if n := len(c.spare); n > 0 {
-			b := c.spare[n-1]
-			c.spare[n-1] = nil
-			c.spare = c.spare[:n-1]
+		if c.used+freshChunk <= c.limit.Load() {
 			c.used += freshChunk
+			var b *aligned.Buffer
+			if n := len(c.spare); n > 0 {
+				b = c.spare[n-1]
+				c.spare[n-1] = nil
+				c.spare = c.spare[:n-1]
+			}
 			c.mu.Unlock()
-			return b
-		}
-		if c.used+freshChunk <= c.budget {
-			c.used += freshChunk
-			c.mu.Unlock()
+			if b != nil {
+				return b
+			}
 			b, err := aligned.New(freshChunk, 4096)
 			if err != nil {
 				c.mu.Lock()
@@ -184,6 +193,7 @@ func (c *freshFiles) grow(ff *freshFile) *aligned.Buffer {
 			}
 			return b
 		}
+		c.freeSpare() // over a lowered limit: make room from files
 		victim := c.oldestComplete(ff.flush)
 		c.mu.Unlock()
 		switch {
@@ -335,12 +345,23 @@ func (c *freshFiles) releaseAll(chunks []*aligned.Buffer) {
 }
 
 // release gives b back to the budget, kept mapped as a spare for the
-// next chunk.
+// next chunk, or unmapped when the limit has no room for it.
 func (c *freshFiles) release(b *aligned.Buffer) {
 	c.mu.Lock()
 	c.used -= freshChunk
 	c.spare = append(c.spare, b)
+	c.freeSpare()
 	c.mu.Unlock()
+}
+
+// freeSpare unmaps the spare chunks over the limit. c.mu is held.
+func (c *freshFiles) freeSpare() {
+	for n := len(c.spare); n > 0 && c.used+int64(n)*freshChunk > c.limit.Load(); n-- {
+		c.spare[n-1].Free()
+		c.spare[n-1] = nil
+		c.spare = c.spare[:n-1]
+		c.gaveWay.Add(freshChunk)
+	}
 }
 
 // held returns the bytes mapped: the files' chunks and the spares.
@@ -425,6 +446,29 @@ func (c *freshFiles) attach(id fileID, name string, size int64, mtime time.Time,
 		return nil
 	}
 	c.note(id, name, size)
+	return c.attachKnown(id, name, size, mtime, seq)
+}
+
+// reattach is attach for a point reader whose file has no fresh bytes,
+// or lost them: nil once pebblefs has removed or renamed the file, so
+// that no memory outlives it.
+func (c *freshFiles) reattach(id fileID, name string, size int64, mtime time.Time) *freshFile {
+	if !c.knows(id, name) {
+		return nil
+	}
+	return c.attachKnown(id, name, size, mtime, false)
+}
+
+// knows reports whether the kept file id is still at name. c.mu is
+// taken.
+func (c *freshFiles) knows(id fileID, name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.known[id]
+	return ok && k.name == name
+}
+
+func (c *freshFiles) attachKnown(id fileID, name string, size int64, mtime time.Time, seq bool) *freshFile {
 	if ff := c.lookup(id, size, mtime); ff != nil {
 		if !seq || ff.whole() {
 			return ff
@@ -438,6 +482,10 @@ func (c *freshFiles) attach(id fileID, name string, size int64, mtime time.Time,
 		chunks: make([]*aligned.Buffer, (size+freshChunk-1)/freshChunk)}
 	ff.last.Store(c.clock.Add(1))
 	c.mu.Lock()
+	if k, ok := c.known[id]; !ok || k.name != name { // removed or renamed meanwhile
+		c.mu.Unlock()
+		return nil
+	}
 	old := c.files[id]
 	if old != nil && old.writing() {
 		c.mu.Unlock()
@@ -452,14 +500,21 @@ func (c *freshFiles) attach(id fileID, name string, size int64, mtime time.Time,
 }
 
 // fills reports whether reads fill files into memory: while the store
-// fits the budget.
-func (c *freshFiles) fills() bool { return c.stored.Load() <= c.budget }
+// fits the limit.
+func (c *freshFiles) fills() bool { return c.stored.Load() <= c.limit.Load() }
 
 // whole reports whether all of ff is in memory.
 func (ff *freshFile) whole() bool {
 	ff.mu.RLock()
 	defer ff.mu.RUnlock()
 	return !ff.dropped && ff.loaded == len(ff.chunks)
+}
+
+// gone reports whether ff's bytes were dropped: it serves nothing more.
+func (ff *freshFile) gone() bool {
+	ff.mu.RLock()
+	defer ff.mu.RUnlock()
+	return ff.dropped
 }
 
 // writing reports whether ff is a writer's, still open.

@@ -29,7 +29,7 @@ func openRead(t *testing.T, fsys *FS, name string) (*readFile, bool) {
 		t.Fatal(err)
 	}
 	r := f.(*readFile)
-	return r, r.fresh != nil && r.fresh.whole()
+	return r, r.fresh.Load() != nil && r.fresh.Load().whole()
 }
 
 // checkReads reads f at random offsets and lengths and compares with
@@ -368,12 +368,12 @@ func TestFreshFill(t *testing.T) {
 	}
 
 	f, _ := openRead(t, fsys, name)
-	if f.fresh == nil || f.fresh.whole() {
+	if f.fresh.Load() == nil || f.fresh.Load().whole() {
 		t.Fatal("a point reader of a file not in memory got nothing to fill")
 	}
 	if seq, err := fsys.Open(name, vfs.SequentialReadsOption); err != nil {
 		t.Fatal(err)
-	} else if seq.(*readFile).fresh != nil {
+	} else if seq.(*readFile).fresh.Load() != nil {
 		t.Fatal("a sequential reader got a file not yet whole")
 	} else {
 		seq.Close()
@@ -385,7 +385,7 @@ func TestFreshFill(t *testing.T) {
 	if _, err := f.ReadAt(make([]byte, len(data)), 0); err != nil {
 		t.Fatal(err)
 	}
-	if !f.fresh.whole() {
+	if !f.fresh.Load().whole() {
 		t.Fatal("a file read end to end is not whole in memory")
 	}
 	before := fsys.Stats()
@@ -489,7 +489,7 @@ func TestFreshRefill(t *testing.T) {
 	for i := 2; i <= 3; i++ {
 		writeAll(t, fsys, name(i), pattern(uint64(i), 3*freshChunk-100), 8192).Close()
 	}
-	if f.fresh.whole() {
+	if f.fresh.Load().whole() {
 		t.Fatal("the oldest file was not evicted")
 	}
 	// As a compaction removes its inputs once its outputs are written,
@@ -501,7 +501,7 @@ func TestFreshRefill(t *testing.T) {
 	if _, err := f.ReadAt(make([]byte, len(data)), 0); err != nil {
 		t.Fatal(err)
 	}
-	if !f.fresh.whole() {
+	if !f.fresh.Load().whole() {
 		t.Fatal("an evicted file read end to end is not in memory again")
 	}
 	if got := fsys.fresh.inUse(); got > budget {
@@ -530,5 +530,116 @@ func TestFreshDropBeyondBudget(t *testing.T) {
 	}
 	if got := fsys.fresh.stored.Load(); got != 12*freshChunk {
 		t.Fatalf("the store is %d bytes, want %d", got, 12*freshChunk)
+	}
+}
+
+// TestFreshReattach: a point reader whose file was dropped while the
+// store outgrew the budget, or that opened it then, reads it from
+// memory again once the store fits (a compaction removed its inputs);
+// a sequential reader does not.
+func TestFreshReattach(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 8 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
+	data := pattern(2, 3*freshChunk-100)
+	writeAll(t, fsys, name(1), pattern(1, 3*freshChunk-100), 8192).Close()
+	writeAll(t, fsys, name(2), data, 8192).Close()
+	early, fresh := openRead(t, fsys, name(2))
+	defer early.Close()
+	if !fresh {
+		t.Fatal("a file just written is not in memory")
+	}
+	// 3 evicts 1 (the store still fits: 1 is kept to fill again), 4
+	// drops 2 (the store is 12 chunks, past the budget).
+	for i := 3; i <= 4; i++ {
+		writeAll(t, fsys, name(i), pattern(uint64(i), 3*freshChunk-100), 8192).Close()
+	}
+	if ff := early.fresh.Load(); !ff.gone() {
+		t.Fatal("a file was not dropped with the store past the budget")
+	}
+	late, _ := openRead(t, fsys, name(2))
+	defer late.Close()
+	seq, err := fsys.Open(name(2), vfs.SequentialReadsOption)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	if late.fresh.Load() != nil || seq.(*readFile).fresh.Load() != nil {
+		t.Fatal("a file opened with the store past the budget got fresh bytes")
+	}
+	checkReads(t, early, data, 1) // from the device: the store does not fit
+	if !early.fresh.Load().gone() {
+		t.Fatal("a reader attached again while the store was past the budget")
+	}
+
+	for _, i := range []int{1, 3} { // as a compaction removes its inputs
+		if err := fsys.Remove(name(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []*readFile{early, late} {
+		if _, err := f.ReadAt(make([]byte, len(data)), 0); err != nil {
+			t.Fatal(err)
+		}
+		if ff := f.fresh.Load(); ff == nil || !ff.whole() {
+			t.Fatal("a point reader of a dropped file did not fill it again once the store fit")
+		}
+		checkReads(t, f, data, 2)
+	}
+	if early.fresh.Load() != late.fresh.Load() {
+		t.Fatal("two readers of one file attached to two copies of it")
+	}
+	checkReads(t, seq, data, 3)
+	if seq.(*readFile).fresh.Load() != nil {
+		t.Fatal("a sequential reader attached")
+	}
+	if got := fsys.fresh.inUse(); got > budget {
+		t.Fatalf("fresh files hold %d bytes, budget %d", got, budget)
+	}
+}
+
+// TestFreshNoReattachRemoved: a reader still open on a file pebblefs
+// removed reads it from the device once the store fits again: no
+// memory outlives the file, and the store does not count it.
+func TestFreshNoReattachRemoved(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 8 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
+	data := pattern(2, 3*freshChunk-100)
+	writeAll(t, fsys, name(1), pattern(1, 3*freshChunk-100), 8192).Close()
+	writeAll(t, fsys, name(2), data, 8192).Close()
+	f, _ := openRead(t, fsys, name(2))
+	defer f.Close()
+	for i := 3; i <= 4; i++ {
+		writeAll(t, fsys, name(i), pattern(uint64(i), 3*freshChunk-100), 8192).Close()
+	}
+	if !f.fresh.Load().gone() {
+		t.Fatal("a file was not dropped with the store past the budget")
+	}
+	for _, i := range []int{2, 3} {
+		if err := fsys.Remove(name(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !fsys.fresh.fills() {
+		t.Fatal("the store does not fit after the removals")
+	}
+	checkReads(t, f, data, 1)
+	if _, err := f.ReadAt(make([]byte, len(data)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if ff := f.fresh.Load(); ff != nil && !ff.gone() {
+		t.Fatal("a reader of a removed file attached again")
+	}
+	fsys.fresh.mu.Lock()
+	_, held := fsys.fresh.files[f.fresh.Load().id]
+	fsys.fresh.mu.Unlock()
+	if held {
+		t.Fatal("the fresh files hold a removed file")
+	}
+	if got, want := fsys.fresh.stored.Load(), int64(2*(3*freshChunk-100)); got != want {
+		t.Fatalf("the store counts %d bytes, want %d (files 1 and 4)", got, want)
 	}
 }

@@ -58,6 +58,7 @@ func newFS(o *Options) *FS {
 		fresh = DefaultFreshFiles()
 	}
 	fs.fresh = newFreshFiles(fresh)
+	fs.fresh.watchMemory()
 	return fs
 }
 

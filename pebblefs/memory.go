@@ -22,6 +22,13 @@ type MemoryStats struct {
 	// faulting in fresh memory for every sstable cost more CPU than the
 	// copy): at most Options.FreshFiles.
 	Fresh int64
+	// FreshLimit is what Fresh may hold now: Options.FreshFiles, less
+	// what the fresh files gave back as this process's memory cgroup
+	// neared its limit (they unmap chunks within a sixty-fourth of
+	// it, 4 to 32 MiB, and grow back once the cgroup has twice that
+	// room). FreshGaveWay counts the bytes they unmapped for it since
+	// New.
+	FreshLimit, FreshGaveWay int64
 	// ReadAheadDenied counts the sequential opens (compaction inputs,
 	// long scans) that got no read-ahead since New because the budget
 	// was spent: they read through the buffer pool. Many of them say
@@ -44,5 +51,8 @@ func (fs *FS) Memory() MemoryStats {
 	m.ReadAhead, m.ReadAheadDenied = fs.ahead.used, fs.ahead.denied
 	fs.ahead.mu.Unlock()
 	m.Fresh = fs.fresh.held()
+	if fs.fresh != nil {
+		m.FreshLimit, m.FreshGaveWay = fs.fresh.limit.Load(), fs.fresh.gaveWay.Load()
+	}
 	return m
 }

@@ -82,6 +82,16 @@ type Options struct {
 	// would push out blocks read more often. Zero: DefaultFreshFiles();
 	// negative: none.
 	//
+	// In a memory cgroup (a container) the fresh files give way to the
+	// rest of the process: once the cgroup's working set (its memory
+	// less inactive page cache) comes within a sixty-fourth of its
+	// limit (4 to 32 MiB), they unmap spare chunks and then the least
+	// recently read files' until it is one and a half times that below,
+	// and take the memory back as the working set falls (MemoryStats'
+	// FreshLimit and FreshGaveWay say how far). The kernel cannot
+	// reclaim them, and without this a budget that leaves Go's heap too
+	// little room gets the process OOM-killed.
+	//
 	// Split one memory budget between it and Pebble's block cache by
 	// where the data lives: when the store fits, enough here to hold it
 	// does best, since fresh files hold whole sstables as written,

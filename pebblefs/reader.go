@@ -28,7 +28,11 @@ type readFile struct {
 	// fresh holds the file's bytes in memory when pebblefs wrote it
 	// recently or, for point reads, fills as they miss
 	// (Options.FreshFiles); reads are served from it while it lasts.
-	fresh *freshFile
+	// A point reader's file that has none, or lost it (dropped while
+	// the store outgrew the fresh files' limit), attaches again when
+	// a read misses and the store fits (see fromFresh): reattach.
+	fresh    atomic.Pointer[freshFile]
+	reattach bool
 
 	pre prefetcher // Prefetch's read ahead
 
@@ -60,7 +64,10 @@ func (fs *FS) open(name string, seq bool) (*readFile, error) {
 	if err != nil {
 		return nil, errors.WithStack(err)
 	}
-	return &readFile{fs: fs, name: name, info: info, seq: seq, r: r, size: r.Size(), fresh: fresh}, nil
+	f := &readFile{fs: fs, name: name, info: info, seq: seq, r: r, size: r.Size(),
+		reattach: fs.fresh != nil && !seq && keeps(name) && idOf(info) != (fileID{})}
+	f.fresh.Store(fresh)
+	return f, nil
 }
 
 // openLive opens a file that w is still writing. The reader starts with
@@ -145,7 +152,7 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 	if rest := f.size - off; int64(len(p)) > rest {
 		want = p[:rest]
 	}
-	if f.fresh != nil && (f.fs.fresh.readAt(f.fresh, want, off) || f.fs.fresh.fill(f.fresh, f.r, want, off)) {
+	if f.fromFresh(want, off) {
 		f.fs.book.fresh(len(want))
 		if len(want) < len(p) {
 			return len(want), io.EOF
@@ -163,6 +170,30 @@ func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// fromFresh copies len(p) bytes at off into p from the fresh files, the
+// file's bytes there or chunks filled into them from the disk; false
+// when the caller must read the device. A point reader whose file has
+// no fresh bytes, or whose fresh bytes were dropped, attaches again
+// while the store fits the limit: a file dropped during a compaction
+// that briefly took the store past it, or while the fresh files gave
+// way to the memory cgroup, is read from memory again once they have
+// room, as a page cache would refill it. f.mu is held (read).
+func (f *readFile) fromFresh(p []byte, off int64) bool {
+	c := f.fs.fresh
+	ff := f.fresh.Load()
+	if ff != nil && (c.readAt(ff, p, off) || c.fill(ff, f.r, p, off)) {
+		return true
+	}
+	if !f.reattach || !c.fills() || ff != nil && !ff.gone() {
+		return false
+	}
+	nf := c.reattach(idOf(f.info), f.name, f.info.Size(), f.info.ModTime())
+	if nf == nil || !f.fresh.CompareAndSwap(ff, nf) {
+		return false
+	}
+	return c.readAt(nf, p, off) || c.fill(nf, f.r, p, off)
 }
 
 // Read reads from the file's current offset, as os.File does.

@@ -338,7 +338,8 @@ func child(c config, engine string) error {
 	if pfs, ok := fsys.(*pebblefs.FS); ok {
 		memHook = func() string {
 			m := pfs.Memory()
-			return fmt.Sprintf("pebblefs: buffers %d, read-ahead %d, fresh %d MiB, read-ahead denied %d", m.Buffers>>20, m.ReadAhead>>20, m.Fresh>>20, m.ReadAheadDenied)
+			return fmt.Sprintf("pebblefs: buffers %d, read-ahead %d, fresh %d of %d MiB (%d MiB given way), read-ahead denied %d",
+				m.Buffers>>20, m.ReadAhead>>20, m.Fresh>>20, m.FreshLimit>>20, m.FreshGaveWay>>20, m.ReadAheadDenied)
 		}
 	}
 	size := c.cache
@@ -421,6 +422,9 @@ func child(c config, engine string) error {
 				fmt.Fprintf(os.Stderr, "%s %s: fresh files served %d B/op (%d reads); the device read %d B/op for pebblefs's files in %.2f reads/op of %d B asked each\n",
 					engine, w, d.FreshBytes/uint64(r.Ops), d.FreshReads, d.Read.DeviceBytes/uint64(r.Ops),
 					float64(d.Read.Reads)/float64(r.Ops), d.Read.Bytes/max(d.Read.Reads, 1))
+			}
+			if f := memHook; f != nil {
+				fmt.Fprintf(os.Stderr, "%s %s: %s\n", engine, w, f())
 			}
 		}
 		if err := enc.Encode(r); err != nil {

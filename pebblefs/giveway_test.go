@@ -1,0 +1,295 @@
+//go:build unix
+
+package pebblefs
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/internal/testenv"
+)
+
+// TestFreshSetLimit: a lowered limit unmaps spare chunks and then the
+// least recently read files' chunks until the fresh files fit it, while
+// readers go on reading the right bytes (from the device when their
+// file was evicted); raised again, an evicted file fills again.
+func TestFreshSetLimit(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 16 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	c := fsys.fresh
+	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
+	data := map[int][]byte{}
+	for i := range 4 {
+		data[i] = pattern(uint64(i), 3*freshChunk-100)
+		writeAll(t, fsys, name(i), data[i], 8192).Close()
+	}
+	if err := fsys.Remove(name(3)); err != nil { // its 3 chunks become spares
+		t.Fatal(err)
+	}
+	files := map[int]*readFile{}
+	for _, i := range []int{0, 2, 1} { // 1 read last, 0 least recently
+		f, fresh := openRead(t, fsys, name(i))
+		defer f.Close()
+		if !fresh {
+			t.Fatalf("file %d is not in memory", i)
+		}
+		checkReads(t, f, data[i], uint64(i))
+		files[i] = f
+	}
+	if got := c.held(); got != 12*freshChunk {
+		t.Fatalf("fresh files hold %d chunks, want 12 (9 in files, 3 spare)", got/freshChunk)
+	}
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 3 {
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				checkReads(t, files[g], data[g], uint64(g*100+k))
+			}
+		})
+	}
+	c.setLimit(4 * freshChunk)
+	close(stop)
+	wg.Wait()
+	if got := c.held(); got > 4*freshChunk {
+		t.Fatalf("after setLimit(4 chunks) the fresh files hold %d chunks", got/freshChunk)
+	}
+	if got := c.gaveWay.Load(); got < 8*freshChunk {
+		t.Fatalf("gaveWay %d chunks, want at least 8", got/freshChunk)
+	}
+	if c.fills() {
+		t.Fatal("a 9-chunk store fills under a 4-chunk limit")
+	}
+	// A new file cannot take more than the limit either.
+	writeAll(t, fsys, name(5), pattern(5, 3*freshChunk), 8192).Close()
+	if got := c.held(); got > 4*freshChunk {
+		t.Fatalf("a new file took the fresh files to %d chunks over a limit of 4", got/freshChunk)
+	}
+	for i, f := range files {
+		checkReads(t, f, data[i], uint64(i+10))
+	}
+
+	c.setLimit(2 * budget) // capped at the budget
+	if got := c.limit.Load(); got != budget {
+		t.Fatalf("limit %d chunks after raising it past the budget, want %d", got/freshChunk, budget/freshChunk)
+	}
+	// At least two files were evicted for the limit (which two, the
+	// readers decided), and the new file's chunks dropped at most one.
+	evicted := -1
+	for i, f := range files {
+		c.mu.Lock()
+		kept := c.files[f.fresh.Load().id] == f.fresh.Load()
+		c.mu.Unlock()
+		if kept && !f.fresh.Load().whole() {
+			evicted = i
+		}
+	}
+	if evicted < 0 {
+		t.Fatal("no file was evicted and kept to fill again")
+	}
+	f := files[evicted]
+	if _, err := f.ReadAt(make([]byte, len(data[evicted])), 0); err != nil {
+		t.Fatal(err)
+	}
+	if !f.fresh.Load().whole() {
+		t.Fatal("an evicted file read end to end under a raised limit is not in memory again")
+	}
+	checkReads(t, f, data[evicted], 99)
+}
+
+// TestFreshGiveWay: giveWay lowers the limit to take the working set a
+// headroom and a half below the cgroup's limit once it comes within one
+// headroom, leaves it between one and two, and climbs back by half a
+// headroom at a time below two, no higher than the budget.
+func TestFreshGiveWay(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 64 << 20
+	const memMax = 512 << 20
+	room := headroom(memMax)
+	if room != 8<<20 {
+		t.Fatalf("headroom(512 MiB) = %d MiB, want 8", room>>20)
+	}
+	fsys := newFS(&Options{FreshFiles: budget})
+	c := fsys.fresh
+	for i := range 6 {
+		writeAll(t, fsys, filepath.Join(dir, fmt.Sprintf("%06d.sst", i)), pattern(uint64(i), 8<<20), 1<<20).Close()
+	}
+	if got := c.held(); got != 48<<20 {
+		t.Fatalf("fresh files hold %d MiB, want 48", got>>20)
+	}
+	c.giveWay(memMax-room-1, memMax) // within two headrooms: hold
+	if got := c.limit.Load(); got != budget {
+		t.Fatalf("limit %d MiB with the working set a headroom below the cgroup's limit, want the budget", got>>20)
+	}
+	c.giveWay(memMax-room+(4<<20), memMax) // 4 MiB into the headroom
+	want := int64(48<<20) - 4<<20 - room/2
+	if got := c.limit.Load(); got != want {
+		t.Fatalf("limit %d MiB, want %d", got>>20, want>>20)
+	}
+	if got := c.held(); got > want {
+		t.Fatalf("fresh files hold %d MiB over the limit of %d", got>>20, want>>20)
+	}
+	c.giveWay(memMax+(64<<20), memMax) // far over: everything goes
+	if got := c.held(); got != 0 || c.limit.Load() != 0 {
+		t.Fatalf("fresh files hold %d MiB at a limit of %d past the cgroup's limit", got>>20, c.limit.Load()>>20)
+	}
+	for i := 1; c.limit.Load() < budget; i++ {
+		c.giveWay(memMax-2*room-1, memMax)
+		if got, want := c.limit.Load(), min(int64(i)*room/2, budget); got != want {
+			t.Fatalf("step %d: limit %d MiB, want %d", i, got>>20, want>>20)
+		}
+	}
+	c.giveWay(0, memMax)
+	if got := c.limit.Load(); got != budget {
+		t.Fatalf("limit %d MiB, past the budget", got>>20)
+	}
+}
+
+// TestFreshWatch: the watcher gives way while the working set is high
+// and climbs back when it falls; it ends when its source fails, and
+// when the fresh files are no longer reachable.
+func TestFreshWatch(t *testing.T) {
+	const budget = 64 << 20
+	const memMax = 512 << 20
+	var ws, calls atomic.Int64
+	source := func(int64) (int64, error) {
+		calls.Add(1)
+		return ws.Load(), nil
+	}
+	c := newFreshFiles(budget)
+	c.watch(source, memMax, time.Millisecond)
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the watcher did not %s in 5 s (limit %d MiB)", what, c.limit.Load()>>20)
+			}
+		}
+	}
+	ws.Store(memMax)
+	wait("give way", func() bool { return c.limit.Load() == 0 })
+	ws.Store(memMax / 2)
+	wait("climb back", func() bool { return c.limit.Load() == budget })
+
+	c = nil
+	if !testenv.Collected(func() bool {
+		before := calls.Load()
+		time.Sleep(20 * time.Millisecond)
+		return calls.Load() == before
+	}) {
+		t.Fatal("the watcher goes on after its fresh files were collected")
+	}
+
+	var failed atomic.Int64
+	d := newFreshFiles(budget)
+	d.watch(func(int64) (int64, error) { failed.Add(1); return 0, errors.New("gone") }, memMax, time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	if got := failed.Load(); got != 1 {
+		t.Fatalf("the watcher asked a failing source %d times, want 1", got)
+	}
+	if d.limit.Load() != budget {
+		t.Fatal("a failing source moved the limit")
+	}
+}
+
+// TestFreshGiveWayRace: readers of several files read the right bytes
+// while the limit swings between nothing and the budget and a writer
+// adds and removes files, dropping, evicting, filling and attaching
+// again at once; at the end, with the limit back, every file fills
+// again. Run it under -race for seconds.
+func TestFreshGiveWayRace(t *testing.T) {
+	dir := testenv.Dir(t)
+	const budget = 16 * freshChunk
+	fsys := newFS(&Options{FreshFiles: budget})
+	c := fsys.fresh
+	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
+	const n = 4
+	data := make([][]byte, n)
+	var files []*readFile
+	for i := range n {
+		data[i] = pattern(uint64(i), 3*freshChunk-100)
+		writeAll(t, fsys, name(i), data[i], 8192).Close()
+		for range 2 {
+			f, _ := openRead(t, fsys, name(i))
+			defer f.Close()
+			files = append(files, f)
+		}
+	}
+	run := time.Second
+	if testing.Short() {
+		run = 200 * time.Millisecond
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := (g + k) % len(files)
+				checkReads(t, files[i], data[i/2], uint64(g<<20+k))
+			}
+		})
+	}
+	wg.Go(func() {
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.setLimit(int64(k%5) * budget / 4)
+			time.Sleep(time.Millisecond)
+		}
+	})
+	wg.Go(func() {
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			nm := name(100 + k%3)
+			writeAll(t, fsys, nm, pattern(uint64(100+k), 2*freshChunk), 8192).Close()
+			if err := fsys.Remove(nm); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	time.Sleep(run)
+	close(stop)
+	wg.Wait()
+
+	c.setLimit(budget)
+	if got := c.held(); got > budget {
+		t.Fatalf("fresh files hold %d chunks, budget %d", got/freshChunk, budget/freshChunk)
+	}
+	for i, f := range files {
+		if _, err := f.ReadAt(make([]byte, len(data[i/2])), 0); err != nil {
+			t.Fatal(err)
+		}
+		if ff := f.fresh.Load(); ff == nil || !ff.whole() {
+			t.Fatalf("reader %d: its file is not in memory again with the limit back", i)
+		}
+		checkReads(t, f, data[i/2], uint64(i))
+	}
+}
+
+var _ vfs.File = (*readFile)(nil)
