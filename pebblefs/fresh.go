@@ -50,14 +50,15 @@ type freshFiles struct {
 	files map[fileID]*freshFile
 	// known holds the name and size of every kept file pebblefs wrote
 	// or opened and has not removed; stored is the sum of their sizes
-	// (written under mu), what fill weighs against the budget.
+	// (written under mu), what fill weighs against the limit.
 	known  map[fileID]keptFile
 	stored atomic.Int64
 	// spare holds the chunks of dropped files for the next ones: mapping
 	// a chunk afresh and faulting its pages in cost a third of a 1M-record
 	// load's CPU (mmap, munmap and the page faults of the copy into it).
-	// used plus spare's bytes never exceed limit, but for a moment
-	// after giveWay lowers it.
+	// used plus spare's bytes never exceed limit, but after giveWay
+	// lowers it, until the chunks of files still being written or
+	// filled come back.
 	spare []*aligned.Buffer
 }
 
@@ -154,7 +155,7 @@ func (c *freshFiles) write(ff *freshFile, p []byte) {
 
 // grow returns a new chunk for ff, evicting the least recently used
 // complete files to make room, or nil when ff would take more than half
-// the budget or nothing can be evicted.
+// the limit or nothing can be evicted.
 //
 // Compactions' outputs go first, flushes' L0 sstables only to make room
 // for another flush's: an L0 sstable stays in L0 until a compaction
@@ -282,10 +283,7 @@ func (c *freshFiles) lookup(id fileID, size int64, mtime time.Time) *freshFile {
 	if ff == nil {
 		return nil
 	}
-	ff.mu.RLock()
-	ok := ff.complete && !ff.dropped && ff.size == size && ff.mtime.Equal(mtime)
-	ff.mu.RUnlock()
-	if !ok {
+	if !ff.is(size, mtime) {
 		return nil
 	}
 	ff.last.Store(c.clock.Add(1))
@@ -364,6 +362,17 @@ func (c *freshFiles) freeSpare() {
 	}
 }
 
+// memory returns held's bytes, the limit and the bytes given way, at
+// one moment.
+func (c *freshFiles) memory() (held, limit, gaveWay int64) {
+	if c == nil {
+		return 0, 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used + int64(len(c.spare))*freshChunk, c.limit.Load(), c.gaveWay.Load()
+}
+
 // held returns the bytes mapped: the files' chunks and the spares.
 func (c *freshFiles) held() int64 {
 	if c == nil {
@@ -436,7 +445,7 @@ func (c *freshFiles) inUse() int64 {
 
 // attach returns what a reader of the kept file id at name, size bytes
 // long with modification time mtime, reads from memory: its fresh file,
-// else for point reads (not seq) while the store fits the budget a new
+// else for point reads (not seq) while the store fits the limit a new
 // filled one, else nil. A seq reader (a compaction's input,
 // read once from start to end) gets a filled file only once it is whole:
 // it reads ahead from the disk faster than chunks fill, and filling
@@ -451,7 +460,8 @@ func (c *freshFiles) attach(id fileID, name string, size int64, mtime time.Time,
 
 // reattach is attach for a point reader whose file has no fresh bytes,
 // or lost them: nil once pebblefs has removed or renamed the file, so
-// that no memory outlives it.
+// that no memory outlives it (a file with other links stays known, as
+// it does for attach).
 func (c *freshFiles) reattach(id fileID, name string, size int64, mtime time.Time) *freshFile {
 	if !c.knows(id, name) {
 		return nil
@@ -491,6 +501,10 @@ func (c *freshFiles) attachKnown(id fileID, name string, size int64, mtime time.
 		c.mu.Unlock()
 		return nil
 	}
+	if old != nil && old.is(size, mtime) { // another reader attached first
+		c.mu.Unlock()
+		return old
+	}
 	c.files[id] = ff
 	c.mu.Unlock()
 	if old != nil { // stale: the file changed behind pebblefs's back
@@ -508,6 +522,14 @@ func (ff *freshFile) whole() bool {
 	ff.mu.RLock()
 	defer ff.mu.RUnlock()
 	return !ff.dropped && ff.loaded == len(ff.chunks)
+}
+
+// is reports whether ff is complete, not dropped, and the file on disk
+// that is size bytes long with modification time mtime.
+func (ff *freshFile) is(size int64, mtime time.Time) bool {
+	ff.mu.RLock()
+	defer ff.mu.RUnlock()
+	return ff.complete && !ff.dropped && ff.size == size && ff.mtime.Equal(mtime)
 }
 
 // gone reports whether ff's bytes were dropped: it serves nothing more.

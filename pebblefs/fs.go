@@ -31,8 +31,14 @@ type FS struct {
 var _ vfs.FS = (*FS)(nil)
 
 // New returns Pebble's vfs.FS on dio; o may be nil, meaning defaults.
-func New(o *Options) vfs.FS { return newFS(o) }
+func New(o *Options) vfs.FS {
+	fs := newFS(o)
+	fs.fresh.watchMemory()
+	return fs
+}
 
+// newFS is New without the fresh files' memory watcher (see
+// watchMemory), which tests that set their limit start themselves.
 func newFS(o *Options) *FS {
 	fs := &FS{}
 	if o != nil {
@@ -58,7 +64,6 @@ func newFS(o *Options) *FS {
 		fresh = DefaultFreshFiles()
 	}
 	fs.fresh = newFreshFiles(fresh)
-	fs.fresh.watchMemory()
 	return fs
 }
 

@@ -29,8 +29,13 @@ func headroom(memMax int64) int64 { return min(max(memMax/64, 4<<20), 32<<20) }
 // cannot reclaim, and the cgroup kills the process when its memory
 // outgrows the limit (a 256 MiB budget in a 384 MiB cgroup left Go's
 // heap 40 MiB, and YCSB E's scans were OOM-killed once in six runs).
-// Below two headrooms the limit climbs back towards the budget by half
-// a headroom at a time.
+// Below two headrooms the limit climbs back towards the budget, to what
+// the fresh files hold plus the memory between ws and two headrooms
+// below the limit: the fresh files can then grow between two checks
+// only into memory the cgroup has, however fast reads fill them.
+//
+// Each FS's fresh files watch on their own: several in one process
+// give way together, more than one would need to.
 func (c *freshFiles) giveWay(ws, memMax int64) {
 	room := headroom(memMax)
 	lim := c.limit.Load()
@@ -38,7 +43,7 @@ func (c *freshFiles) giveWay(ws, memMax int64) {
 	case ws > memMax-room:
 		c.setLimit(min(lim, c.held()) - (ws - (memMax - room)) - room/2)
 	case ws < memMax-2*room && lim < c.budget:
-		c.setLimit(lim + room/2)
+		c.setLimit(max(lim, c.held()+memMax-2*room-ws))
 	}
 }
 
@@ -48,7 +53,9 @@ func (c *freshFiles) giveWay(ws, memMax int64) {
 // before flushes'. An evicted file fills again as it is read once the
 // store fits the limit.
 func (c *freshFiles) setLimit(n int64) {
-	c.limit.Store(min(max(n, 0), c.budget))
+	c.mu.Lock()
+	c.limit.Store(min(max(n, 0), c.budget)) // under mu, for held's readers
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
 		c.freeSpare()
@@ -67,11 +74,14 @@ func (c *freshFiles) setLimit(n int64) {
 
 // watch calls giveWay every interval with workingSet's answer against
 // memMax, from a goroutine that ends when workingSet fails or c is no
-// longer reachable (an FS has no Close).
-func (c *freshFiles) watch(workingSet func(floor int64) (int64, error), memMax int64, every time.Duration) {
+// longer reachable (an FS has no Close), and closes the channel it
+// returns then.
+func (c *freshFiles) watch(workingSet func(floor int64) (int64, error), memMax int64, every time.Duration) <-chan struct{} {
 	w := weak.Make(c)
 	floor := memMax - 2*headroom(memMax)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for range t.C {
@@ -86,4 +96,5 @@ func (c *freshFiles) watch(workingSet func(floor int64) (int64, error), memMax i
 			c.giveWay(ws, memMax)
 		}
 	}()
+	return done
 }

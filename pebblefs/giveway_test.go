@@ -112,8 +112,9 @@ func TestFreshSetLimit(t *testing.T) {
 
 // TestFreshGiveWay: giveWay lowers the limit to take the working set a
 // headroom and a half below the cgroup's limit once it comes within one
-// headroom, leaves it between one and two, and climbs back by half a
-// headroom at a time below two, no higher than the budget.
+// headroom, leaves it between one and two, and below two raises it to
+// what the fresh files hold plus the room below two headrooms, no
+// higher than the budget.
 func TestFreshGiveWay(t *testing.T) {
 	dir := testenv.Dir(t)
 	const budget = 64 << 20
@@ -146,15 +147,18 @@ func TestFreshGiveWay(t *testing.T) {
 	if got := c.held(); got != 0 || c.limit.Load() != 0 {
 		t.Fatalf("fresh files hold %d MiB at a limit of %d past the cgroup's limit", got>>20, c.limit.Load()>>20)
 	}
-	for i := 1; c.limit.Load() < budget; i++ {
-		c.giveWay(memMax-2*room-1, memMax)
-		if got, want := c.limit.Load(), min(int64(i)*room/2, budget); got != want {
-			t.Fatalf("step %d: limit %d MiB, want %d", i, got>>20, want>>20)
-		}
+	// Below two headrooms: what they hold plus the room below them.
+	c.giveWay(memMax-2*room-(20<<20), memMax)
+	if got := c.limit.Load(); got != 20<<20 {
+		t.Fatalf("limit %d MiB with 20 MiB of room, want 20", got>>20)
+	}
+	c.giveWay(memMax-2*room-(10<<20), memMax) // never lowered there
+	if got := c.limit.Load(); got != 20<<20 {
+		t.Fatalf("limit %d MiB after less room, want it kept at 20", got>>20)
 	}
 	c.giveWay(0, memMax)
 	if got := c.limit.Load(); got != budget {
-		t.Fatalf("limit %d MiB, past the budget", got>>20)
+		t.Fatalf("limit %d MiB, want the budget, %d, and no more", got>>20, budget>>20)
 	}
 }
 
@@ -170,7 +174,7 @@ func TestFreshWatch(t *testing.T) {
 		return ws.Load(), nil
 	}
 	c := newFreshFiles(budget)
-	c.watch(source, memMax, time.Millisecond)
+	done := c.watch(source, memMax, time.Millisecond)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
@@ -186,17 +190,24 @@ func TestFreshWatch(t *testing.T) {
 
 	c = nil
 	if !testenv.Collected(func() bool {
-		before := calls.Load()
-		time.Sleep(20 * time.Millisecond)
-		return calls.Load() == before
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
 	}) {
 		t.Fatal("the watcher goes on after its fresh files were collected")
 	}
 
 	var failed atomic.Int64
 	d := newFreshFiles(budget)
-	d.watch(func(int64) (int64, error) { failed.Add(1); return 0, errors.New("gone") }, memMax, time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	done = d.watch(func(int64) (int64, error) { failed.Add(1); return 0, errors.New("gone") }, memMax, time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher goes on after its source failed")
+	}
 	if got := failed.Load(); got != 1 {
 		t.Fatalf("the watcher asked a failing source %d times, want 1", got)
 	}

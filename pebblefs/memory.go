@@ -50,9 +50,6 @@ func (fs *FS) Memory() MemoryStats {
 	fs.ahead.mu.Lock()
 	m.ReadAhead, m.ReadAheadDenied = fs.ahead.used, fs.ahead.denied
 	fs.ahead.mu.Unlock()
-	m.Fresh = fs.fresh.held()
-	if fs.fresh != nil {
-		m.FreshLimit, m.FreshGaveWay = fs.fresh.limit.Load(), fs.fresh.gaveWay.Load()
-	}
+	m.Fresh, m.FreshLimit, m.FreshGaveWay = fs.fresh.memory()
 	return m
 }

@@ -61,7 +61,7 @@ type prefetcher struct {
 // It does nothing for a file served from fresh memory, a range already
 // being read ahead, or when the read-ahead budget is spent.
 func (f *readFile) Prefetch(off, n int64) error {
-	if f.fresh.Load() != nil || f.closed.Load() || f.live.Load() != nil || n <= 0 {
+	if ff := f.fresh.Load(); ff != nil && !ff.gone() || f.closed.Load() || f.live.Load() != nil || n <= 0 {
 		return nil
 	}
 	n = min(n, maxPrefetch)
