@@ -643,3 +643,29 @@ func TestFreshNoReattachRemoved(t *testing.T) {
 		t.Fatalf("the store counts %d bytes, want %d (files 1 and 4)", got, want)
 	}
 }
+
+// TestFreshFillsJustPast: reads fill while the store fits the limit or
+// passes it by a fillSlack-th, not beyond.
+func TestFreshFillsJustPast(t *testing.T) {
+	const budget = 64 * freshChunk
+	c := newFreshFiles(budget)
+	for _, tc := range []struct {
+		stored int64
+		fills  bool
+	}{
+		{budget, true},
+		{budget + budget/fillSlack, true},
+		{budget + budget/fillSlack + 1, false},
+		{2 * budget, false},
+	} {
+		c.note(fileID{ino: 1}, "000001.sst", tc.stored)
+		if got := c.fills(); got != tc.fills {
+			t.Errorf("a %d-byte store with a %d-byte limit: fills %v, want %v", tc.stored, budget, got, tc.fills)
+		}
+	}
+	c.setLimit(budget / 2)
+	c.note(fileID{ino: 1}, "000001.sst", budget/2+budget/2/fillSlack+1)
+	if c.fills() {
+		t.Error("a store past the lowered limit by more than its slack fills")
+	}
+}
