@@ -53,10 +53,11 @@
 //     which the next L0 compaction reads whole): the VFS's version of
 //     RocksDB's prepopulate_block_cache. Compactions read what flushes
 //     and compactions wrote seconds before without the device. While
-//     the store's sstables and blob files fit the budget, the ones
-//     pebblefs did not write (a store reopened) or evicted fill from
-//     the disk a 256 KiB chunk at a time as point reads miss, so with
-//     nothing set a store that fits is read from memory, as
+//     the store's sstables and blob files fit the budget (or pass it
+//     by a sixteenth at most), the ones pebblefs did not write (a
+//     store reopened) or evicted fill from the disk a 256 KiB chunk at
+//     a time as point reads miss, so with nothing set a store that
+//     fits is read from memory, as
 //     vfs.Default's page cache would serve it. A fresh file is served
 //     only once its writer has closed it, and only while the inode,
 //     size and modification time on disk are the ones written or

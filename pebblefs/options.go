@@ -74,13 +74,14 @@ type Options struct {
 	// VFS's version of RocksDB's prepopulate_block_cache: compactions
 	// read what flushes and compactions just wrote without going to the
 	// device. While the sstables and blob files pebblefs knows of fit
-	// the budget, the files it did not write (a store reopened) or
-	// evicted fill from the disk a 256 KiB chunk at a time as Pebble's
-	// point reads miss, so a store smaller than the budget is read from
-	// memory whatever wrote it, as vfs.Default's page cache would serve
-	// it; a larger store fills nothing, since a chunk read for one block
-	// would push out blocks read more often. Zero: DefaultFreshFiles();
-	// negative: none.
+	// the budget (or pass it by a sixteenth at most, as a store that
+	// fits only just does while it is written), the files it did not
+	// write (a store reopened) or evicted fill from the disk a 256 KiB
+	// chunk at a time as Pebble's point reads miss, so a store smaller
+	// than the budget is read from memory whatever wrote it, as
+	// vfs.Default's page cache would serve it; a store larger still
+	// fills nothing, since a chunk read for one block would push out
+	// blocks read more often. Zero: DefaultFreshFiles(); negative: none.
 	//
 	// In a memory cgroup (a container) the fresh files give way to the
 	// rest of the process: once the cgroup's working set (its memory
