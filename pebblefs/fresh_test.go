@@ -533,31 +533,39 @@ func TestFreshDropBeyondBudget(t *testing.T) {
 	}
 }
 
+// dropOne writes sstables 1 to 4 of 3 chunks each in dir on fsys, whose
+// budget is 8 chunks, with a point reader of 2 opened once it is written:
+// 3 evicts 1 (the store still fits: 1 is kept to fill again), 4 drops 2
+// (the store, 12 chunks, is past the budget). It returns the reader,
+// 2's bytes and the sstables' names.
+func dropOne(t *testing.T, fsys *FS, dir string) (*readFile, []byte, func(int) string) {
+	t.Helper()
+	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
+	data := pattern(2, 3*freshChunk-100)
+	writeAll(t, fsys, name(1), pattern(1, 3*freshChunk-100), 8192).Close()
+	writeAll(t, fsys, name(2), data, 8192).Close()
+	f, fresh := openRead(t, fsys, name(2))
+	t.Cleanup(func() { f.Close() })
+	if !fresh {
+		t.Fatal("a file just written is not in memory")
+	}
+	for i := 3; i <= 4; i++ {
+		writeAll(t, fsys, name(i), pattern(uint64(i), 3*freshChunk-100), 8192).Close()
+	}
+	if !f.fresh.Load().gone() {
+		t.Fatal("a file was not dropped with the store past the budget")
+	}
+	return f, data, name
+}
+
 // TestFreshReattach: a point reader whose file was dropped while the
 // store outgrew the budget, or that opened it then, reads it from
 // memory again once the store fits (a compaction removed its inputs);
 // a sequential reader does not.
 func TestFreshReattach(t *testing.T) {
-	dir := testenv.Dir(t)
 	const budget = 8 * freshChunk
 	fsys := newFS(&Options{FreshFiles: budget})
-	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
-	data := pattern(2, 3*freshChunk-100)
-	writeAll(t, fsys, name(1), pattern(1, 3*freshChunk-100), 8192).Close()
-	writeAll(t, fsys, name(2), data, 8192).Close()
-	early, fresh := openRead(t, fsys, name(2))
-	defer early.Close()
-	if !fresh {
-		t.Fatal("a file just written is not in memory")
-	}
-	// 3 evicts 1 (the store still fits: 1 is kept to fill again), 4
-	// drops 2 (the store is 12 chunks, past the budget).
-	for i := 3; i <= 4; i++ {
-		writeAll(t, fsys, name(i), pattern(uint64(i), 3*freshChunk-100), 8192).Close()
-	}
-	if ff := early.fresh.Load(); !ff.gone() {
-		t.Fatal("a file was not dropped with the store past the budget")
-	}
+	early, data, name := dropOne(t, fsys, testenv.Dir(t))
 	late, _ := openRead(t, fsys, name(2))
 	defer late.Close()
 	seq, err := fsys.Open(name(2), vfs.SequentialReadsOption)
@@ -603,21 +611,9 @@ func TestFreshReattach(t *testing.T) {
 // removed reads it from the device once the store fits again: no
 // memory outlives the file, and the store does not count it.
 func TestFreshNoReattachRemoved(t *testing.T) {
-	dir := testenv.Dir(t)
 	const budget = 8 * freshChunk
 	fsys := newFS(&Options{FreshFiles: budget})
-	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", i)) }
-	data := pattern(2, 3*freshChunk-100)
-	writeAll(t, fsys, name(1), pattern(1, 3*freshChunk-100), 8192).Close()
-	writeAll(t, fsys, name(2), data, 8192).Close()
-	f, _ := openRead(t, fsys, name(2))
-	defer f.Close()
-	for i := 3; i <= 4; i++ {
-		writeAll(t, fsys, name(i), pattern(uint64(i), 3*freshChunk-100), 8192).Close()
-	}
-	if !f.fresh.Load().gone() {
-		t.Fatal("a file was not dropped with the store past the budget")
-	}
+	f, data, name := dropOne(t, fsys, testenv.Dir(t))
 	for _, i := range []int{2, 3} {
 		if err := fsys.Remove(name(i)); err != nil {
 			t.Fatal(err)

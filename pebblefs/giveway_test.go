@@ -50,15 +50,9 @@ func TestFreshSetLimit(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for g := range 3 {
-		wg.Go(func() {
-			for k := 0; ; k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				checkReads(t, files[g], data[g], uint64(g*100+k))
-			}
+		until(&wg, stop, func(k int) bool {
+			checkReads(t, files[g], data[g], uint64(g*100+k))
+			return true
 		})
 	}
 	c.setLimit(4 * freshChunk)
@@ -246,43 +240,25 @@ func TestFreshGiveWayRace(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := range 4 {
-		wg.Go(func() {
-			for k := 0; ; k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				i := (g + k) % len(files)
-				checkReads(t, files[i], data[i/2], uint64(g<<20+k))
-			}
+		until(&wg, stop, func(k int) bool {
+			i := (g + k) % len(files)
+			checkReads(t, files[i], data[i/2], uint64(g<<20+k))
+			return true
 		})
 	}
-	wg.Go(func() {
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			c.setLimit(int64(k%5) * budget / 4)
-			time.Sleep(time.Millisecond)
-		}
+	until(&wg, stop, func(k int) bool {
+		c.setLimit(int64(k%5) * budget / 4)
+		time.Sleep(time.Millisecond)
+		return true
 	})
-	wg.Go(func() {
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			nm := name(100 + k%3)
-			writeAll(t, fsys, nm, pattern(uint64(100+k), 2*freshChunk), 8192).Close()
-			if err := fsys.Remove(nm); err != nil {
-				t.Error(err)
-				return
-			}
+	until(&wg, stop, func(k int) bool {
+		nm := name(100 + k%3)
+		writeAll(t, fsys, nm, pattern(uint64(100+k), 2*freshChunk), 8192).Close()
+		if err := fsys.Remove(nm); err != nil {
+			t.Error(err)
+			return false
 		}
+		return true
 	})
 	time.Sleep(run)
 	close(stop)
@@ -301,6 +277,23 @@ func TestFreshGiveWayRace(t *testing.T) {
 		}
 		checkReads(t, f, data[i/2], uint64(i))
 	}
+}
+
+// until calls step(0), step(1) and so on from a goroutine of wg until
+// stop is closed or step returns false.
+func until(wg *sync.WaitGroup, stop <-chan struct{}, step func(k int) bool) {
+	wg.Go(func() {
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !step(k) {
+				return
+			}
+		}
+	})
 }
 
 var _ vfs.File = (*readFile)(nil)
