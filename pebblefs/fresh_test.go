@@ -227,16 +227,10 @@ func TestFreshBudget(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for g := range 4 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := (g + i) % len(files)
-				checkReads(t, files[k], wants[k], uint64(g*1000+i))
-			}
+		until(&wg, stop, func(i int) bool {
+			k := (g + i) % len(files)
+			checkReads(t, files[k], wants[k], uint64(g*1000+i))
+			return true
 		})
 	}
 	for i := range 10 { // new files evict the ones being read
