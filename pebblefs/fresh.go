@@ -464,21 +464,12 @@ func (c *freshFiles) attach(id fileID, name string, size int64, mtime time.Time,
 // that no memory outlives it (a file with other links stays known, as
 // it does for attach).
 func (c *freshFiles) reattach(id fileID, name string, size int64, mtime time.Time) *freshFile {
-	if !c.knows(id, name) {
-		return nil
-	}
 	return c.attachKnown(id, name, size, mtime, false)
 }
 
-// knows reports whether the kept file id is still at name. c.mu is
-// taken.
-func (c *freshFiles) knows(id fileID, name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k, ok := c.known[id]
-	return ok && k.name == name
-}
-
+// attachKnown is attach once pebblefs knows the file: a file it no
+// longer knows at name (removed or renamed), checked under the lock
+// that inserts, gets nothing.
 func (c *freshFiles) attachKnown(id fileID, name string, size int64, mtime time.Time, seq bool) *freshFile {
 	if ff := c.lookup(id, size, mtime); ff != nil {
 		if !seq || ff.whole() {

@@ -6,8 +6,8 @@ func (c *freshFiles) watchMemory() {
 	if c == nil {
 		return
 	}
-	m := findMemoryCgroup()
-	if m == nil || (memTotal() > 0 && m.limit >= memTotal()) {
+	m, total := findMemoryCgroup(), memTotal()
+	if m == nil || total > 0 && m.limit >= total {
 		return
 	}
 	c.watch(m.workingSet, m.limit, memoryCheckEvery)
