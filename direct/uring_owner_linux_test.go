@@ -89,13 +89,20 @@ func queueChurn(t *testing.T, u *uring, fill byte, readers int, lo, span time.Du
 }
 
 // assertSettled checks u once every request is complete: every op slot
-// free, no CQE owed, and as many descriptors open as fds.
+// free, no CQE owed but the wake-up NOP's, and as many descriptors open
+// as fds. A late fault's timer sends its Completion before it pushes the
+// NOP, so the test may see the NOP in the kernel with no one left to
+// reap it (the next Await does): harmless, and no request's.
 func assertSettled(t *testing.T, u *uring, fds int) {
 	t.Helper()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	assert.Equal(t, len(u.ops), len(u.free), "op slots left taken")
-	assert.LessOrEqual(t, u.due(), 0, "CQEs owed with every request complete")
+	owed := u.due()
+	if u.nopQueued {
+		owed--
+	}
+	assert.LessOrEqual(t, owed, 0, "CQEs owed with every request complete (inKernel %d, armed %v, read in %v)", u.inKernel, u.armed, u.armIn)
 	assert.Equal(t, fds, openFds(t), "descriptors left open")
 }
 
