@@ -10,5 +10,10 @@ func (c *freshFiles) watchMemory() {
 	if m == nil || total > 0 && m.limit >= total {
 		return
 	}
-	c.watch(m.workingSet, m.limit, memoryCheckEvery)
+	src := memorySource{workingSet: m.workingSet, limit: m.limit, release: m.close}
+	if crossed, release, err := m.notifyAbove(floor(m.limit)); err == nil {
+		src.crossed = crossed
+		src.release = func() { release(); m.close() }
+	}
+	c.watch(src, memoryCheckEvery)
 }

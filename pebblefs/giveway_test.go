@@ -168,7 +168,7 @@ func TestFreshWatch(t *testing.T) {
 		return ws.Load(), nil
 	}
 	c := newFreshFiles(budget)
-	done := c.watch(source, memMax, time.Millisecond)
+	done := c.watch(memorySource{workingSet: source, limit: memMax}, time.Millisecond)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
@@ -196,7 +196,7 @@ func TestFreshWatch(t *testing.T) {
 
 	var failed atomic.Int64
 	d := newFreshFiles(budget)
-	done = d.watch(func(int64) (int64, error) { failed.Add(1); return 0, errors.New("gone") }, memMax, time.Millisecond)
+	done = d.watch(memorySource{workingSet: func(int64) (int64, error) { failed.Add(1); return 0, errors.New("gone") }, limit: memMax}, time.Millisecond)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -208,6 +208,68 @@ func TestFreshWatch(t *testing.T) {
 	if d.limit.Load() != budget {
 		t.Fatal("a failing source moved the limit")
 	}
+}
+
+// TestCheckAfter: the watcher checks at its slowest pace far from the
+// limit, sooner as the working set nears it, at once past the point of
+// giving way, and sooner still when the working set grew faster than
+// heapGrowth.
+func TestCheckAfter(t *testing.T) {
+	const memMax = 1 << 30 // headroom 16 MiB
+	const every = 50 * time.Millisecond
+	for _, c := range []struct {
+		ws, grew int64
+		last     time.Duration
+		want     time.Duration
+	}{
+		{ws: 0, want: every},
+		{ws: memMax - 16<<20 - 20<<20, want: 20 * time.Millisecond},                                             // 20 MiB to go at 1 MiB a ms
+		{ws: memMax - 16<<20 - 20<<20, grew: 40 << 20, last: 10 * time.Millisecond, want: 5 * time.Millisecond}, // at 4 MiB a ms
+		{ws: memMax - 16<<20 - 20<<20, grew: 1 << 20, last: 10 * time.Millisecond, want: 20 * time.Millisecond}, // slower than heapGrowth
+		{ws: memMax - 16<<20 - 20<<20, grew: 40 << 20, want: memoryCheckFastest},                                // as if in a millisecond
+		{ws: memMax - 16<<20, want: memoryCheckFastest},
+		{ws: memMax + 1<<20, want: memoryCheckFastest},
+	} {
+		if got := checkAfter(c.ws, memMax, c.grew, c.last, every); got != c.want {
+			t.Errorf("checkAfter(%d MiB below, grew %d MiB in %v) = %v, want %v", (memMax-c.ws)>>20, c.grew>>20, c.last, got, c.want)
+		}
+	}
+}
+
+// TestFreshWatchAhead: the watcher gives way a check ahead of a working
+// set that climbs (what it grew by counts twice), and checks at once
+// when told the usage crossed the floor, however long its timer.
+func TestFreshWatchAhead(t *testing.T) {
+	const budget = 64 << 20
+	const memMax = 512 << 20 // headroom 8 MiB
+	var ws, calls atomic.Int64
+	source := func(int64) (int64, error) {
+		calls.Add(1)
+		return ws.Load(), nil
+	}
+	crossed := make(chan struct{})
+	c := newFreshFiles(budget)
+	c.watch(memorySource{workingSet: source, limit: memMax, crossed: crossed}, time.Hour)
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the watcher did not %s in 5 s (limit %d MiB, %d checks)", what, c.limit.Load()>>20, calls.Load())
+			}
+		}
+	}
+	ws.Store(memMax - 20<<20)
+	crossed <- struct{}{}
+	until("check when told", func() bool { return calls.Load() == 1 })
+	if got := c.limit.Load(); got != budget {
+		t.Fatalf("limit %d MiB 20 MiB below the limit, want the budget", got>>20)
+	}
+	// 10 MiB more: 10 below the limit, past its headroom only if the
+	// next 10 MiB count (the timer, 12 ms now, may check first: the
+	// growth it sees is the same).
+	ws.Store(memMax - 10<<20)
+	crossed <- struct{}{}
+	until("give way ahead", func() bool { return c.limit.Load() < budget })
 }
 
 // TestFreshGiveWayRace: readers of several files read the right bytes

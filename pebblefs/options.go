@@ -91,11 +91,16 @@ type Options struct {
 	// and take the memory back as the working set falls (MemoryStats'
 	// FreshLimit and FreshGaveWay say how far). The kernel cannot
 	// reclaim them, and without this a budget that leaves Go's heap too
-	// little room gets the process OOM-killed. It looks every 50 ms: a
-	// heap that grows faster than the headroom in that time can still
-	// outrun it (a program growing 80 MiB of heap at once in a 160 MiB
-	// cgroup, 2 MiB a few milliseconds apart, was killed in 4 runs of
-	// 7; at 2 MiB every 100 ms it never was), so leave the heap room.
+	// little room gets the process OOM-killed. It looks every 50 ms
+	// while the limit is far, sooner as the working set nears it, and
+	// on cgroup v1 the kernel wakes it as the usage crosses two
+	// headrooms below the limit: a program growing 80 MiB of heap in
+	// 2 MiB steps back to back, past 96 MiB of fresh files in a 160 MiB
+	// cgroup, lived in 20 runs of 20 (looking every 50 ms alone, it was
+	// killed in 6 of 6; looking sooner near the limit without the
+	// kernel's signal, as on v2, in 2 of 6). A heap that crosses the
+	// headroom faster than the fresh files can unmap still outruns it,
+	// so leave the heap room.
 	//
 	// Split one memory budget between it and Pebble's block cache by
 	// where the data lives: when the store fits, enough here to hold it
