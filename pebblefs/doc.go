@@ -131,6 +131,13 @@
 // some overlays) get package fallback's std-fs, through fileio, as
 // everywhere in dio; Options.IO chooses otherwise.
 //
+// pebblefs is for unix systems: Linux, where it reads and writes through
+// io_uring, gives way to memory cgroups and preallocates the WAL, and
+// darwin and the BSDs, where dio opens files with its portable direct
+// open (F_NOCACHE on darwin) and writes with pwrite, with no memory
+// cgroup and no preallocation (as vfs.Default there). On windows the
+// package holds Options alone, and New does not exist: use vfs.Default.
+//
 // # Observing
 //
 // StatsOf(fsys) (or the FS's Stats method) sums what every file the FS

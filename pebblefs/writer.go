@@ -8,7 +8,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"golang.org/x/sys/unix"
 )
 
 // writeFile is a file Pebble creates: a WAL, an sstable, a blob file, a
@@ -95,20 +94,15 @@ func (f *writeFile) SyncTo(int64) (fullSync bool, err error) {
 	return false, nil
 }
 
-// Preallocate reserves blocks without changing the file's size
-// (FALLOC_FL_KEEP_SIZE), as vfs.Default does, so the WAL's fdatasync has
-// no block allocation to journal. A filesystem without fallocate is not
-// an error: preallocation is advice.
+// Preallocate reserves blocks without changing the file's size, as
+// vfs.Default does, so the WAL's fdatasync has no block allocation to
+// journal (see preallocate).
 func (f *writeFile) Preallocate(off, length int64) error {
 	fd := f.Fd()
 	if fd == vfs.InvalidFd || length <= 0 {
 		return nil
 	}
-	err := unix.Fallocate(int(fd), unix.FALLOC_FL_KEEP_SIZE, off, length)
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
-		return nil
-	}
-	return err
+	return preallocate(fd, off, length)
 }
 
 // Stat describes the file with its logical size, the bytes written so

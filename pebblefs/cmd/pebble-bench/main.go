@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command pebble-bench runs YCSB-style workloads on Pebble over
 // vfs.Default and over pebblefs, each engine in a memory cgroup of the
 // same size, so that Pebble's block cache, its heap and (on vfs.Default)
@@ -562,7 +564,8 @@ func diskReadsOf(dir string) diskReads {
 	if err := syscall.Stat(dir, &st); err != nil {
 		return diskReads{}
 	}
-	major, minor := uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev))
+	dev := uint64(st.Dev) // int32 on darwin
+	major, minor := uint64(unix.Major(dev)), uint64(unix.Minor(dev))
 	data, err := os.ReadFile("/proc/diskstats")
 	if err != nil {
 		return diskReads{}
