@@ -74,13 +74,16 @@ func TestFreshGivesWayInCgroup(t *testing.T) {
 }
 
 // TestFreshGivesWayToALeap: as TestFreshGivesWayInCgroup, with the heap
-// growing 2 MiB at a time back to back, far faster than the watcher's
-// slowest pace: on cgroup v1 the kernel wakes the watcher as the usage
-// crosses two headrooms below the limit (notifyAbove), and the fresh
-// files give way before the process reaches it. With the watcher
-// polling alone, a program growing its heap so past its fresh files in
-// a 160 MiB cgroup was OOM-killed in 2 runs of 6, at every 50 ms in 6
-// of 6. Where the kernel has no such event (v2) the child skips.
+// growing 2 MiB every 2 ms (1 GiB a second), 25 times what the watcher
+// covers at its slowest pace: it looks sooner as the working set nears
+// the limit, and on cgroup v1 the kernel wakes it as the usage crosses
+// the floor (the child first checks that the signal comes). With the
+// watcher looking every 50 ms the child was killed in 3 runs of 6.
+// Back to back, as in the README's program, the steps outrun a watcher
+// without the kernel's signal (killed in 4 runs of 5) and, with it,
+// still pass only while the machine has a core for the watcher (killed
+// in 2 runs of 10 beside three CPU hogs): too close to the scheduler
+// for a test.
 func TestFreshGivesWayToALeap(t *testing.T) {
 	if testenv.Child() == "leap" {
 		joinGiveWayCgroup(t)
@@ -92,23 +95,23 @@ func TestFreshGivesWayToALeap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		crossed, release, err := m.notifyAbove(usage + 8<<20)
-		if err != nil {
-			t.Skipf("no threshold event: %v", err)
-		}
-		defer release()
 		m.close()
-		b := make([]byte, 16<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
+		if crossed, release, err := m.notifyAbove(usage + 8<<20); err != nil {
+			t.Logf("no threshold event (%v): the watcher polls alone", err)
+		} else {
+			b := make([]byte, 16<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			select {
+			case <-crossed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("16 MiB more memory, and the kernel did not signal a threshold 8 MiB above the usage")
+			}
+			release()
+			runtime.KeepAlive(b)
 		}
-		select {
-		case <-crossed:
-		case <-time.After(5 * time.Second):
-			t.Fatal("16 MiB more memory, and the kernel did not signal a threshold 8 MiB above the usage")
-		}
-		runtime.KeepAlive(b)
-		giveWayChild(t, giveWayLimit, 0)
+		giveWayChild(t, giveWayLimit, 2*time.Millisecond)
 		return
 	}
 	runGiveWayChild(t, "leap")
