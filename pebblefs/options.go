@@ -99,8 +99,9 @@ type Options struct {
 	// cgroup, lived in 20 runs of 20 (looking every 50 ms alone, it was
 	// killed in 6 of 6; looking sooner near the limit without the
 	// kernel's signal, as on v2, in 2 of 6). A heap that crosses the
-	// headroom faster than the fresh files can unmap still outruns it,
-	// so leave the heap room.
+	// headroom faster than the watcher gets a core and unmaps still
+	// outruns it (on a machine busy with other work, too), so leave the
+	// heap room.
 	//
 	// Split one memory budget between it and Pebble's block cache by
 	// where the data lives: when the store fits, enough here to hold it
