@@ -102,7 +102,7 @@ func (c *freshFiles) setLimit(n int64) {
 // memorySource is what the fresh files watch: a memory cgroup's working
 // set against its limit.
 type memorySource struct {
-	workingSet func(floor int64) (int64, error)
+	workingSet func(floor int64) (ws, usage int64, err error)
 	limit      int64
 	crossed    <-chan struct{} // a send when the usage may have crossed the floor (nil: none come)
 	release    func()          // called once the watcher ends (nil: nothing to release)
@@ -119,9 +119,9 @@ func floor(memMax int64) int64 { return memMax - 2*headroom(memMax) }
 // src says the usage crossed the floor, from a goroutine that ends when
 // the working set cannot be read or c is no longer reachable (an FS has
 // no Close), and closes the channel it returns then. What the working
-// set grew by since the last check counts as if it would grow as much
-// again: the fresh files give way a check ahead of a working set that
-// climbs.
+// set grew by since the last check (its usage, rather) counts as if it
+// would grow as much again: the fresh files give way a check ahead of a
+// working set that climbs.
 func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{} {
 	w := weak.Make(c)
 	memMax := src.limit
@@ -143,17 +143,20 @@ func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{
 			if c == nil {
 				return
 			}
-			ws, err := src.workingSet(floor(memMax))
+			ws, usage, err := src.workingSet(floor(memMax))
 			if err != nil {
 				return
 			}
+			// Growth is the usage's: the working set is measured one of
+			// two ways (exactly only above the floor), and a switch
+			// between them is no growth.
 			now, grew := time.Now(), int64(0)
 			if prev >= 0 {
-				grew = max(ws-prev, 0)
+				grew = max(usage-prev, 0)
 			}
 			c.giveWay(ws+grew, memMax)
 			t.Reset(checkAfter(ws+grew, memMax, grew, now.Sub(prevAt), every))
-			prev, prevAt = ws, now
+			prev, prevAt = usage, now
 		}
 	}()
 	return done

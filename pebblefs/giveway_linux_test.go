@@ -33,23 +33,23 @@ func TestMemoryCgroupWorkingSet(t *testing.T) {
 		want int64
 	}{{"total_inactive_file", 999700}, {"inactive_file", 999900}} {
 		m := &memoryCgroup{usage: filepath.Join(dir, "usage"), stat: filepath.Join(dir, "stat"), inactive: c.key}
-		if got, err := m.workingSet(0); err != nil || got != c.want {
+		if got, usage, err := m.workingSet(0); err != nil || got != c.want || usage != 1000000 {
 			t.Errorf("%s: working set %d, %v; want %d", c.key, got, err, c.want)
 		}
 	}
 	m := &memoryCgroup{usage: filepath.Join(dir, "usage"), stat: filepath.Join(dir, "gone"), inactive: "inactive_file"}
-	if got, err := m.workingSet(2000000); err != nil || got != 1000000 {
+	if got, usage, err := m.workingSet(2000000); err != nil || got != 1000000 || usage != got {
 		t.Errorf("below the floor: %d, %v; want the usage, 1000000", got, err)
 	}
-	if _, err := m.workingSet(0); err == nil {
+	if _, _, err := m.workingSet(0); err == nil {
 		t.Error("no error with memory.stat missing")
 	}
 	write("usage", "max\n")
-	if _, err := m.workingSet(0); err == nil {
+	if _, _, err := m.workingSet(0); err == nil {
 		t.Error("no error for a usage that is not a number")
 	}
 	if m := findMemoryCgroup(); m != nil {
-		if _, err := m.workingSet(0); err != nil {
+		if _, _, err := m.workingSet(0); err != nil {
 			t.Errorf("this process's memory cgroup (limit %d): %v", m.limit, err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestFreshGivesWayToALeap(t *testing.T) {
 		if m == nil {
 			t.Fatal("no memory cgroup in the child")
 		}
-		usage, err := m.workingSet(0)
+		_, usage, err := m.workingSet(0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,9 +163,9 @@ func TestFreshWatch(t *testing.T) {
 	const budget = 64 << 20
 	const memMax = 512 << 20
 	var ws, calls atomic.Int64
-	source := func(int64) (int64, error) {
+	source := func(int64) (int64, int64, error) {
 		calls.Add(1)
-		return ws.Load(), nil
+		return ws.Load(), ws.Load(), nil
 	}
 	c := newFreshFiles(budget)
 	done := c.watch(memorySource{workingSet: source, limit: memMax}, time.Millisecond)
@@ -196,7 +196,7 @@ func TestFreshWatch(t *testing.T) {
 
 	var failed atomic.Int64
 	d := newFreshFiles(budget)
-	done = d.watch(memorySource{workingSet: func(int64) (int64, error) { failed.Add(1); return 0, errors.New("gone") }, limit: memMax}, time.Millisecond)
+	done = d.watch(memorySource{workingSet: func(int64) (int64, int64, error) { failed.Add(1); return 0, 0, errors.New("gone") }, limit: memMax}, time.Millisecond)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -243,9 +243,9 @@ func TestFreshWatchAhead(t *testing.T) {
 	const budget = 64 << 20
 	const memMax = 512 << 20 // headroom 8 MiB
 	var ws, calls atomic.Int64
-	source := func(int64) (int64, error) {
+	source := func(int64) (int64, int64, error) {
 		calls.Add(1)
-		return ws.Load(), nil
+		return ws.Load(), ws.Load(), nil
 	}
 	crossed := make(chan struct{})
 	c := newFreshFiles(budget)
@@ -270,6 +270,41 @@ func TestFreshWatchAhead(t *testing.T) {
 	ws.Store(memMax - 10<<20)
 	crossed <- struct{}{}
 	until("give way ahead", func() bool { return c.limit.Load() < budget })
+}
+
+// TestFreshWatchMeasureSwitch: a working set measured exactly above the
+// floor (usage less inactive page cache) and as the usage below it is
+// no growth when the usage crosses the floor downwards, however much
+// page cache the cgroup holds: the watcher projects the usage's growth.
+func TestFreshWatchMeasureSwitch(t *testing.T) {
+	const budget = 64 << 20
+	const memMax = 512 << 20 // headroom 8 MiB, floor 496 MiB
+	const inactive = 40 << 20
+	var usage, calls atomic.Int64
+	source := func(floor int64) (int64, int64, error) {
+		calls.Add(1)
+		u := usage.Load()
+		if u < floor {
+			return u, u, nil
+		}
+		return u - inactive, u, nil
+	}
+	crossed := make(chan struct{})
+	c := newFreshFiles(budget)
+	c.watch(memorySource{workingSet: source, limit: memMax, crossed: crossed}, time.Hour)
+	for i, u := range []int64{498 << 20, 494 << 20, 498 << 20, 494 << 20} {
+		usage.Store(u)
+		crossed <- struct{}{}
+		for deadline := time.Now().Add(5 * time.Second); calls.Load() <= int64(i); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the watcher did not check when told (%d checks)", calls.Load())
+			}
+		}
+	}
+	crossed <- struct{}{} // the fourth check has given way, if it does
+	if got := c.limit.Load(); got != budget {
+		t.Fatalf("limit %d MiB, want the budget: the usage never came within 10 MiB of the limit", got>>20)
+	}
 }
 
 // TestFreshGiveWayRace: readers of several files read the right bytes

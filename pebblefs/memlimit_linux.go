@@ -112,32 +112,32 @@ func findMemoryCgroup() *memoryCgroup {
 
 // workingSet returns the cgroup's memory less its inactive page cache,
 // which the kernel reclaims before it kills (what the kubelet and
-// cAdvisor call the working set). Below floor it may return the usage
-// alone, an upper bound, and skip reading memory.stat. One goroutine at
-// a time may call it.
-func (m *memoryCgroup) workingSet(floor int64) (int64, error) {
+// cAdvisor call the working set), and its usage. Below floor it may
+// return the usage alone for both, the working set's upper bound, and
+// skip reading memory.stat. One goroutine at a time may call it.
+func (m *memoryCgroup) workingSet(floor int64) (ws, usage int64, err error) {
 	data, err := m.read(&m.usageFile, m.usage)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	usage, err := parseInt(data)
+	usage, err = parseInt(data)
 	if err != nil || usage < floor {
-		return usage, err
+		return usage, usage, err
 	}
 	data, err = m.read(&m.statFile, m.stat)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for line := range strings.Lines(string(data)) {
 		if rest, ok := strings.CutPrefix(line, m.inactive+" "); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			return max(usage-n, 0), nil
+			return max(usage-n, 0), usage, nil
 		}
 	}
-	return usage, nil
+	return usage, usage, nil
 }
 
 // read reads the file name from its start, through *f, which it opens
