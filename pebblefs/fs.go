@@ -95,7 +95,11 @@ func (fs *FS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, err
 	if err := os.Remove(name); err != nil && !oserror.IsNotExist(err) {
 		return nil, errors.WithStack(err)
 	}
-	return fs.create(name, category == flushCategory)
+	f, err := fs.create(name, category == flushCategory)
+	if err != nil {
+		return nil, err // a nil vfs.File, not one holding a nil *writeFile: Pebble closes what it gets
+	}
+	return f, nil
 }
 
 // flushCategory is the category Pebble creates a memtable flush's

@@ -14,7 +14,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dio-storage/dio/fileio"
 	"github.com/dio-storage/dio/internal/testenv"
 )
 
@@ -176,6 +178,44 @@ func TestCreateReplacesInode(t *testing.T) {
 	}
 	if got := readWhole(t, fsys, name); string(got) != "new" {
 		t.Fatalf("the new file holds %q", got)
+	}
+}
+
+// TestCreateFails: a Create or ReuseForWrite that fails returns a nil
+// vfs.File, not one holding a nil file (Pebble closes what it gets
+// back, and that one's Close dereferenced nil), so pebble.Open reports
+// the error a user would see on vfs.Default instead of panicking.
+func TestCreateFails(t *testing.T) {
+	dir := testenv.Dir(t)
+	missing := filepath.Join(dir, "missing", "000001.log")
+	for _, c := range []struct {
+		what string
+		fsys vfs.FS
+		name string
+		want error
+	}{
+		{"no directory", New(nil), missing, fs.ErrNotExist},
+		{"invalid options", New(&Options{Slow: &fileio.SlowPolicy{}}), filepath.Join(dir, "000002.log"), fileio.ErrInvalidOptions},
+	} {
+		f, err := c.fsys.Create(c.name, vfs.WriteCategoryUnspecified)
+		if f != nil || !errors.Is(err, c.want) {
+			t.Errorf("%s: Create returned %#v, %v; want nil, %v", c.what, f, err, c.want)
+		}
+		old := filepath.Join(dir, "old-"+c.what)
+		if err := os.WriteFile(old, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err = c.fsys.ReuseForWrite(old, c.name, vfs.WriteCategoryUnspecified)
+		if f != nil || !errors.Is(err, c.want) {
+			t.Errorf("%s: ReuseForWrite returned %#v, %v; want nil, %v", c.what, f, err, c.want)
+		}
+		db, err := pebble.Open(filepath.Join(dir, "db-"+c.what), &pebble.Options{FS: c.fsys})
+		if err == nil {
+			db.Close()
+			if c.what != "no directory" { // Pebble makes its own directory
+				t.Errorf("%s: pebble.Open succeeded", c.what)
+			}
+		}
 	}
 }
 
