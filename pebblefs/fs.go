@@ -22,7 +22,7 @@ import (
 type FS struct {
 	o     Options
 	live  registry
-	pool  *aligned.Pool // Options.Pool, or half of Options.Memory
+	pool  *aligned.Pool // Options.Pool, or a third of Options.Memory
 	ahead aheadBudget   // the other half: sequential files' read-ahead
 	fresh *freshFiles   // nil: Options.FreshFiles < 0
 	book  book          // the files' counts (Stats)

@@ -18,7 +18,7 @@ const minGoMemoryLimit = 32 << 20
 // on fsys fits in the memory this process may use (its memory cgroup's
 // limit, else the machine's): that memory less what is held outside the
 // Go heap, which the runtime does not see: Pebble's block cache
-// (o.Cache's size, 8 MB when nil) and memtables (MemTableSize times
+// (o.Cache's size, else o.CacheSize, else 8 MB) and memtables (MemTableSize times
 // MemTableStopWritesThreshold, C memory) and, when fsys is pebblefs's,
 // its budgets (Options.Memory and FreshFiles); less a sixteenth of the
 // limit for C malloc's own slack. At least 32 MiB.
@@ -34,14 +34,18 @@ const minGoMemoryLimit = 32 << 20
 //
 //	debug.SetMemoryLimit(pebblefs.GoMemoryLimit(fsys, opts))
 //
-// after filling opts (Cache, MemTableSize) and before pebble.Open.
+// after filling opts (Cache or CacheSize, MemTableSize) and before
+// pebble.Open.
 func GoMemoryLimit(fsys vfs.FS, o *pebble.Options) int64 {
 	limit := memoryLimit()
 	outside := int64(8 << 20) // Pebble's own cache when o.Cache is nil
 	memtable, stop := int64(4<<20), int64(2)
 	if o != nil {
-		if o.Cache != nil {
+		switch {
+		case o.Cache != nil:
 			outside = o.Cache.MaxSize()
+		case o.CacheSize > 0:
+			outside = o.CacheSize // what pebble.Open makes when Cache is nil
 		}
 		if o.MemTableSize > 0 {
 			memtable = int64(o.MemTableSize)

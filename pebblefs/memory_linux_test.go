@@ -307,6 +307,12 @@ func TestGoMemoryLimit(t *testing.T) {
 	if d := GoMemoryLimit(vfs.Default, o); d != want+256<<20+48<<20 {
 		t.Errorf("GoMemoryLimit on vfs.Default = %d MiB, want %d MiB", d>>20, (want+256<<20+48<<20)>>20)
 	}
+	// CacheSize, which pebble.Open makes a cache of when Cache is nil,
+	// counts as Cache does.
+	sized := &pebble.Options{CacheSize: 1 << 30, MemTableSize: 64 << 20, MemTableStopWritesThreshold: 4}
+	if got := GoMemoryLimit(wrapped, sized); got != want {
+		t.Errorf("GoMemoryLimit with CacheSize = %d MiB, want %d MiB", got>>20, want>>20)
+	}
 	huge := pebble.NewCache(lim)
 	defer huge.Unref()
 	if got := GoMemoryLimit(fsys, &pebble.Options{Cache: huge}); got != minGoMemoryLimit {
