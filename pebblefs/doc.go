@@ -150,12 +150,20 @@
 // and fdatasyncs still in flight past a threshold, once each, checking
 // every quarter of it; Pebble's disk-health checks, every 2 s, see the
 // writes and syncs. The process's counts by operation and path are
-// direct.Stats.
+// direct.Stats. MemoryOf(fsys) (or the FS's Memory method) says what
+// the FS holds beside Pebble's caches, and finds it the same way; it
+// holds it until the FS is no longer referenced (a vfs.FS has no
+// Close), so drop the FS with the DB, or reopen on it. Where a
+// filesystem refuses O_DIRECT the files go through the page cache
+// quietly, as everywhere in dio: fallback.Probe(dir) says whether a
+// directory takes O_DIRECT and why not, fallback.Stats counts the files
+// opened otherwise, with the last reason.
 //
 //	fsys, closer := vfs.WithDiskHealthChecks(pebblefs.New(&pebblefs.Options{Slow: slow}), 5*time.Second, nil, onSlowDisk)
 //	defer closer.Close()
 //	...
 //	s, _ := pebblefs.StatsOf(fsys)
+//	m, _ := pebblefs.MemoryOf(fsys)
 //
 // # The vfs.File contract, call by call
 //

@@ -2,6 +2,8 @@
 
 package pebblefs
 
+import "github.com/cockroachdb/pebble/v2/vfs"
+
 // MemoryStats is the memory an FS holds beside Pebble's block cache and
 // memtables, at one moment: every byte of it comes from Options.Memory
 // (Buffers and ReadAhead) or Options.FreshFiles (Fresh), whatever the
@@ -52,4 +54,14 @@ func (fs *FS) Memory() MemoryStats {
 	fs.ahead.mu.Unlock()
 	m.Fresh, m.FreshLimit, m.FreshGaveWay = fs.fresh.memory()
 	return m
+}
+
+// MemoryOf returns the MemoryStats of the FS New made that fsys is, or
+// wraps, as StatsOf finds it, and false for an FS with no pebblefs
+// inside.
+func MemoryOf(fsys vfs.FS) (MemoryStats, bool) {
+	if f := find(fsys); f != nil {
+		return f.Memory(), true
+	}
+	return MemoryStats{}, false
 }

@@ -108,7 +108,7 @@ type Options struct {
 	// does best, since fresh files hold whole sstables as written,
 	// compressed, and compactions read them next (300,000 records, a
 	// 260 MB store, in 384 MiB: 256 MiB here and a 64 MiB block cache
-	// ran YCSB load, A, B, C and E at 0.96-1.13x vfs.Default, 192 MiB
+	// ran YCSB load, A, B, C and E at 0.91-1.33x vfs.Default, 192 MiB
 	// here, short of the store, at 0.63-0.99x); when it is many times
 	// the memory, the split matters little (2,000,000 records in 256
 	// MiB: a 96 MiB block cache and 16 MiB here against 64 and 48,

@@ -82,6 +82,12 @@ func TestStatsExact(t *testing.T) {
 
 	_, ok = StatsOf(vfs.Default)
 	assert.False(t, ok)
+	m, ok := MemoryOf(fsys) // through the wrapper, as StatsOf
+	require.True(t, ok)
+	assert.Equal(t, inner.(*FS).Memory().Buffers, m.Buffers)
+	assert.Positive(t, m.Buffers, "the writes' and reads' buffers")
+	_, ok = MemoryOf(vfs.Default)
+	assert.False(t, ok)
 
 	// Fresh files: the reads come from memory.
 	fresh := New(nil)
