@@ -104,7 +104,13 @@ func (OS) Mkdir(name string) error { return os.Mkdir(name, 0o755) }
 func (OS) Rmdir(name string) error { return os.Remove(name) }
 
 // OpenRW opens an existing file for reading and writing.
-func (OS) OpenRW(name string) (File, error) { return os.OpenFile(name, os.O_RDWR, 0) }
+func (OS) OpenRW(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err // a nil File, not one holding a nil *os.File
+	}
+	return f, nil
+}
 
 // ReadDir lists a directory.
 func (OS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
