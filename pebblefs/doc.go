@@ -133,10 +133,13 @@
 //
 // pebblefs is for unix systems: Linux, where it reads and writes through
 // io_uring, gives way to memory cgroups and preallocates the WAL, and
-// darwin and the BSDs, where dio opens files with its portable direct
-// open (F_NOCACHE on darwin) and writes with pwrite, with no memory
-// cgroup and no preallocation (as vfs.Default there). On windows the
-// package holds Options alone, and New does not exist: use vfs.Default.
+// darwin, FreeBSD, NetBSD and DragonFly, where dio opens files with its
+// portable direct open (F_NOCACHE on darwin) and writes with pwrite,
+// with no memory cgroup, no preallocation (as vfs.Default there) and
+// the smallest fresh-file default (DefaultFreshFiles: the memory limit
+// is read on Linux only). OpenBSD does not build (ncw/directio has no
+// port there). On windows the package holds Options and
+// DefaultFreshFiles, and New does not exist: use vfs.Default.
 //
 // # Observing
 //

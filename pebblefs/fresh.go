@@ -44,6 +44,7 @@ type freshFiles struct {
 	// the bytes unmapped for it.
 	limit   atomic.Int64
 	gaveWay atomic.Int64
+	woken   atomic.Int64 // times the kernel's threshold signal woke the watcher
 	clock   atomic.Int64 // orders uses, for eviction
 
 	mu    sync.Mutex
@@ -365,13 +366,13 @@ func (c *freshFiles) freeSpare() {
 
 // memory returns held's bytes, the limit and the bytes given way, at
 // one moment.
-func (c *freshFiles) memory() (held, limit, gaveWay int64) {
+func (c *freshFiles) memory() (held, limit, gaveWay, woken int64) {
 	if c == nil {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.used + int64(len(c.spare))*freshChunk, c.limit.Load(), c.gaveWay.Load()
+	return c.used + int64(len(c.spare))*freshChunk, c.limit.Load(), c.gaveWay.Load(), c.woken.Load()
 }
 
 // held returns the bytes mapped: the files' chunks and the spares.

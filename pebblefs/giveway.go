@@ -50,7 +50,9 @@ func checkAfter(ws, memMax, grew int64, since, every time.Duration) time.Duratio
 func headroom(memMax int64) int64 { return min(max(memMax/64, 4<<20), 32<<20) }
 
 // giveWay moves the fresh files' limit by the memory cgroup's working
-// set ws against its limit memMax. Within headroom(memMax) of it, the
+// set ws, and ahead, what it is expected to grow by before the next
+// check, against its limit memMax. Once ws and ahead come within
+// headroom(memMax) of it, the
 // fresh files unmap what takes ws back to memMax less one and a half
 // headrooms: they are the one cache pebblefs holds that the kernel
 // cannot reclaim, and the cgroup kills the process when its memory
@@ -63,12 +65,12 @@ func headroom(memMax int64) int64 { return min(max(memMax/64, 4<<20), 32<<20) }
 //
 // Each FS's fresh files watch on their own: several in one process
 // give way together, more than one would need to.
-func (c *freshFiles) giveWay(ws, memMax int64) {
+func (c *freshFiles) giveWay(ws, ahead, memMax int64) {
 	room := headroom(memMax)
 	lim := c.limit.Load()
 	switch {
-	case ws > memMax-room:
-		c.setLimit(min(lim, c.held()) - (ws - (memMax - room)) - room/2)
+	case ws+ahead > memMax-room:
+		c.setLimit(min(lim, c.held()) - (ws + ahead - (memMax - room)) - room/2)
 	case ws < floor(memMax) && lim < c.budget:
 		c.setLimit(max(lim, c.held()+floor(memMax)-ws))
 	}
@@ -104,8 +106,13 @@ func (c *freshFiles) setLimit(n int64) {
 type memorySource struct {
 	workingSet func(floor int64) (ws, usage int64, err error)
 	limit      int64
-	crossed    <-chan struct{} // a send when the usage may have crossed the floor (nil: none come)
-	release    func()          // called once the watcher ends (nil: nothing to release)
+	// notify, when set, asks for a send on crossed each time the usage
+	// crosses floor, and returns what ends that. The watcher calls it
+	// from its goroutine, not New's (registering a v1 threshold waits
+	// for an RCU grace period, 5-24 ms here), and polls alone when it
+	// fails.
+	notify  func(floor int64) (crossed <-chan struct{}, release func(), err error)
+	release func() // called once the watcher ends (nil: nothing to release)
 }
 
 // floor is the working set below which the fresh files' limit climbs
@@ -118,10 +125,19 @@ func floor(memMax int64) int64 { return memMax - 2*headroom(memMax) }
 // every interval, sooner near the limit (checkAfter) and at once when
 // src says the usage crossed the floor, from a goroutine that ends when
 // the working set cannot be read or c is no longer reachable (an FS has
-// no Close), and closes the channel it returns then. What the working
-// set grew by since the last check (its usage, rather) counts as if it
-// would grow as much again: the fresh files give way a check ahead of a
-// working set that climbs.
+// no Close), and closes the channel it returns then.
+//
+// A usage that rose at the last two checks that saw it change is
+// expected to rise by the smaller of the two again before the next, and
+// one that rose by more than a headroom at once by as much again: the
+// fresh files give way a check ahead of a heap that climbs. One that
+// only wobbles within a headroom (a rise, a fall) is expected to rise
+// by nothing, or every rise would take a little more from the fresh
+// files, for good. (Growing 2 MiB at a time back to back in 160 MiB,
+// the README's program peaked at 152-155 MiB so, at 156-160 MiB with
+// the two-rise rule alone.) With nothing to give (no
+// fresh file held, a limit of nothing) the watcher looks at its slowest
+// pace, for room to climb back into.
 func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{} {
 	w := weak.Make(c)
 	memMax := src.limit
@@ -131,13 +147,26 @@ func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{
 		if src.release != nil {
 			defer src.release()
 		}
+		var crossed <-chan struct{}
+		if src.notify != nil {
+			if ch, release, err := src.notify(floor(memMax)); err == nil {
+				crossed = ch
+				defer release()
+			}
+		}
 		t := time.NewTimer(every)
 		defer t.Stop()
-		prev, prevAt := int64(-1), time.Now()
+		prev, prevAt, lastRise := int64(-1), time.Now(), int64(0)
 		for {
 			select {
 			case <-t.C:
-			case <-src.crossed:
+			case <-crossed:
+				if c := w.Value(); c != nil {
+					c.woken.Add(1)
+				}
+				if time.Since(prevAt) < memoryCheckFastest {
+					continue // the timer's check is due within a millisecond anyway
+				}
 			}
 			c := w.Value()
 			if c == nil {
@@ -147,15 +176,26 @@ func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{
 			if err != nil {
 				return
 			}
-			// Growth is the usage's: the working set is measured one of
+			// Rises are the usage's: the working set is measured one of
 			// two ways (exactly only above the floor), and a switch
 			// between them is no growth.
-			now, grew := time.Now(), int64(0)
+			now, rise := time.Now(), int64(0)
 			if prev >= 0 {
-				grew = max(usage-prev, 0)
+				rise = max(usage-prev, 0)
 			}
-			c.giveWay(ws+grew, memMax)
-			t.Reset(checkAfter(ws+grew, memMax, grew, now.Sub(prevAt), every))
+			ahead := min(rise, lastRise)
+			if rise > headroom(memMax) {
+				ahead = rise
+			}
+			c.giveWay(ws, ahead, memMax)
+			next := checkAfter(ws+ahead, memMax, rise, now.Sub(prevAt), every)
+			if c.held() == 0 && c.limit.Load() == 0 {
+				next = every
+			}
+			t.Reset(next)
+			if usage != prev { // a check that saw no change keeps the last one's rise
+				lastRise = rise
+			}
 			prev, prevAt = usage, now
 		}
 	}()

@@ -10,10 +10,5 @@ func (c *freshFiles) watchMemory() {
 	if m == nil || total > 0 && m.limit >= total {
 		return
 	}
-	src := memorySource{workingSet: m.workingSet, limit: m.limit, release: m.close}
-	if crossed, release, err := m.notifyAbove(floor(m.limit)); err == nil {
-		src.crossed = crossed
-		src.release = func() { release(); m.close() }
-	}
-	c.watch(src, memoryCheckEvery)
+	c.watch(memorySource{workingSet: m.workingSet, limit: m.limit, notify: m.notifyAbove, release: m.close}, memoryCheckEvery)
 }

@@ -67,7 +67,7 @@ const giveWayEnv = "DIO_GIVEWAY_CGROUP"
 func TestFreshGivesWayInCgroup(t *testing.T) {
 	if testenv.Child() == "giveway" {
 		joinGiveWayCgroup(t)
-		giveWayChild(t, giveWayLimit, memoryCheckEvery)
+		giveWayChild(t, giveWayLimit, memoryCheckEvery, false)
 		return
 	}
 	runGiveWayChild(t, "giveway")
@@ -96,7 +96,8 @@ func TestFreshGivesWayToALeap(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.close()
-		if crossed, release, err := m.notifyAbove(usage + 8<<20); err != nil {
+		crossed, release, err := m.notifyAbove(usage + 8<<20)
+		if err != nil {
 			t.Logf("no threshold event (%v): the watcher polls alone", err)
 		} else {
 			b := make([]byte, 16<<20)
@@ -111,7 +112,7 @@ func TestFreshGivesWayToALeap(t *testing.T) {
 			release()
 			runtime.KeepAlive(b)
 		}
-		giveWayChild(t, giveWayLimit, 2*time.Millisecond)
+		giveWayChild(t, giveWayLimit, 2*time.Millisecond, err == nil)
 		return
 	}
 	runGiveWayChild(t, "leap")
@@ -176,8 +177,9 @@ func joinGiveWayCgroup(t *testing.T) {
 
 // giveWayChild grows the heap 2 MiB at a time, pace apart, past fresh
 // files the cgroup (limit) cannot hold beside it; see
-// TestFreshGivesWayInCgroup.
-func giveWayChild(t *testing.T, limit int64, pace time.Duration) {
+// TestFreshGivesWayInCgroup. signalled says the kernel's threshold
+// signal must have woken the watcher.
+func giveWayChild(t *testing.T, limit int64, pace time.Duration, signalled bool) {
 	if m := findMemoryCgroup(); m == nil || m.limit != limit {
 		t.Fatalf("in the cgroup, findMemoryCgroup says %+v", m)
 	}
@@ -210,11 +212,12 @@ func giveWayChild(t *testing.T, limit int64, pace time.Duration) {
 		time.Sleep(pace)
 	}
 	m := fsys.Memory()
-	t.Logf("with %d MiB of ballast: fresh files %d MiB of a limit of %d, %d MiB given way",
-		len(ballast)*2, m.Fresh>>20, m.FreshLimit>>20, m.FreshGaveWay>>20)
-	// A leap may have them give more than the heap took (they give way
-	// a check ahead of it) and climb back at once.
-	if pace > 0 && m.FreshLimit >= budget {
+	t.Logf("with %d MiB of ballast: fresh files %d MiB of a limit of %d, %d MiB given way, woken %d times by the kernel",
+		len(ballast)*2, m.Fresh>>20, m.FreshLimit>>20, m.FreshGaveWay>>20, m.FreshWoken)
+	if signalled && m.FreshWoken == 0 {
+		t.Fatalf("the kernel's threshold signal never woke the watcher: %+v", m)
+	}
+	if m.FreshLimit >= budget {
 		t.Fatalf("the fresh files gave way but their limit is the budget: %+v", m)
 	}
 	ballast = nil

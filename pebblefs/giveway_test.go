@@ -125,11 +125,11 @@ func TestFreshGiveWay(t *testing.T) {
 	if got := c.held(); got != 48<<20 {
 		t.Fatalf("fresh files hold %d MiB, want 48", got>>20)
 	}
-	c.giveWay(memMax-room-1, memMax) // within two headrooms: hold
+	c.giveWay(memMax-room-1, 0, memMax) // within two headrooms: hold
 	if got := c.limit.Load(); got != budget {
 		t.Fatalf("limit %d MiB with the working set a headroom below the cgroup's limit, want the budget", got>>20)
 	}
-	c.giveWay(memMax-room+(4<<20), memMax) // 4 MiB into the headroom
+	c.giveWay(memMax-room+(4<<20), 0, memMax) // 4 MiB into the headroom
 	want := int64(48<<20) - 4<<20 - room/2
 	if got := c.limit.Load(); got != want {
 		t.Fatalf("limit %d MiB, want %d", got>>20, want>>20)
@@ -137,20 +137,20 @@ func TestFreshGiveWay(t *testing.T) {
 	if got := c.held(); got > want {
 		t.Fatalf("fresh files hold %d MiB over the limit of %d", got>>20, want>>20)
 	}
-	c.giveWay(memMax+(64<<20), memMax) // far over: everything goes
+	c.giveWay(memMax+(64<<20), 0, memMax) // far over: everything goes
 	if got := c.held(); got != 0 || c.limit.Load() != 0 {
 		t.Fatalf("fresh files hold %d MiB at a limit of %d past the cgroup's limit", got>>20, c.limit.Load()>>20)
 	}
 	// Below two headrooms: what they hold plus the room below them.
-	c.giveWay(memMax-2*room-(20<<20), memMax)
+	c.giveWay(memMax-2*room-(20<<20), 0, memMax)
 	if got := c.limit.Load(); got != 20<<20 {
 		t.Fatalf("limit %d MiB with 20 MiB of room, want 20", got>>20)
 	}
-	c.giveWay(memMax-2*room-(10<<20), memMax) // never lowered there
+	c.giveWay(memMax-2*room-(10<<20), 0, memMax) // never lowered there
 	if got := c.limit.Load(); got != 20<<20 {
 		t.Fatalf("limit %d MiB after less room, want it kept at 20", got>>20)
 	}
-	c.giveWay(0, memMax)
+	c.giveWay(0, 0, memMax)
 	if got := c.limit.Load(); got != budget {
 		t.Fatalf("limit %d MiB, want the budget, %d, and no more", got>>20, budget>>20)
 	}
@@ -236,74 +236,119 @@ func TestCheckAfter(t *testing.T) {
 	}
 }
 
-// TestFreshWatchAhead: the watcher gives way a check ahead of a working
-// set that climbs (what it grew by counts twice), and checks at once
-// when told the usage crossed the floor, however long its timer.
-func TestFreshWatchAhead(t *testing.T) {
-	const budget = 64 << 20
-	const memMax = 512 << 20 // headroom 8 MiB
-	var ws, calls atomic.Int64
-	source := func(int64) (int64, int64, error) {
-		calls.Add(1)
-		return ws.Load(), ws.Load(), nil
-	}
-	crossed := make(chan struct{})
-	c := newFreshFiles(budget)
-	c.watch(memorySource{workingSet: source, limit: memMax, crossed: crossed}, time.Hour)
-	until := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the watcher did not %s in 5 s (limit %d MiB, %d checks)", what, c.limit.Load()>>20, calls.Load())
-			}
-		}
-	}
-	ws.Store(memMax - 20<<20)
-	crossed <- struct{}{}
-	until("check when told", func() bool { return calls.Load() == 1 })
-	if got := c.limit.Load(); got != budget {
-		t.Fatalf("limit %d MiB 20 MiB below the limit, want the budget", got>>20)
-	}
-	// 10 MiB more: 10 below the limit, past its headroom only if the
-	// next 10 MiB count (the timer, 12 ms now, may check first: the
-	// growth it sees is the same).
-	ws.Store(memMax - 10<<20)
-	crossed <- struct{}{}
-	until("give way ahead", func() bool { return c.limit.Load() < budget })
+// scripted is a watcher's memory cgroup that a test moves: it sets the
+// usage (the working set is the usage less inactive above the floor, as
+// memoryCgroup measures it) and wakes the watcher through its
+// notification, waiting for the check.
+type scripted struct {
+	t             *testing.T
+	usage, checks atomic.Int64
+	inactive      int64
+	crossed       chan struct{}
+	notified      atomic.Bool
+	c             *freshFiles
 }
 
-// TestFreshWatchMeasureSwitch: a working set measured exactly above the
-// floor (usage less inactive page cache) and as the usage below it is
-// no growth when the usage crosses the floor downwards, however much
-// page cache the cgroup holds: the watcher projects the usage's growth.
-func TestFreshWatchMeasureSwitch(t *testing.T) {
-	const budget = 64 << 20
-	const memMax = 512 << 20 // headroom 8 MiB, floor 496 MiB
-	const inactive = 40 << 20
-	var usage, calls atomic.Int64
-	source := func(floor int64) (int64, int64, error) {
-		calls.Add(1)
-		u := usage.Load()
-		if u < floor {
-			return u, u, nil
-		}
-		return u - inactive, u, nil
-	}
-	crossed := make(chan struct{})
-	c := newFreshFiles(budget)
-	c.watch(memorySource{workingSet: source, limit: memMax, crossed: crossed}, time.Hour)
-	for i, u := range []int64{498 << 20, 494 << 20, 498 << 20, 494 << 20} {
-		usage.Store(u)
-		crossed <- struct{}{}
-		for deadline := time.Now().Add(5 * time.Second); calls.Load() <= int64(i); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the watcher did not check when told (%d checks)", calls.Load())
+func watchScripted(t *testing.T, memMax, budget, inactive int64) *scripted {
+	s := &scripted{t: t, inactive: inactive, crossed: make(chan struct{}), c: newFreshFiles(budget)}
+	s.usage.Store(memMax / 2)
+	src := memorySource{
+		workingSet: func(floor int64) (int64, int64, error) {
+			defer s.checks.Add(1)
+			u := s.usage.Load()
+			if u < floor {
+				return u, u, nil
 			}
+			return u - s.inactive, u, nil
+		},
+		limit: memMax,
+		notify: func(int64) (<-chan struct{}, func(), error) {
+			s.notified.Store(true)
+			return s.crossed, func() {}, nil
+		},
+	}
+	s.c.watch(src, time.Hour)
+	return s
+}
+
+// check sets the usage to u and has the watcher check it.
+func (s *scripted) check(u int64) {
+	s.t.Helper()
+	s.usage.Store(u)
+	n := s.checks.Load()
+	time.Sleep(memoryCheckFastest) // a signal within a millisecond of the last check is dropped
+	select {
+	case s.crossed <- struct{}{}:
+	case <-time.After(5 * time.Second):
+		s.t.Fatalf("the watcher took no signal in 5 s (%d checks)", s.checks.Load())
+	}
+	for deadline := time.Now().Add(5 * time.Second); s.checks.Load() == n; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the watcher did not check when signalled (%d checks)", n)
 		}
 	}
-	crossed <- struct{}{} // the fourth check has given way, if it does
-	if got := c.limit.Load(); got != budget {
-		t.Fatalf("limit %d MiB, want the budget: the usage never came within 10 MiB of the limit", got>>20)
+}
+
+// limit returns the fresh files' limit once the watcher has finished the
+// check it started: a signal goes through only when it waits again.
+func (s *scripted) limit() int64 {
+	s.t.Helper()
+	s.check(s.usage.Load())
+	return s.c.limit.Load()
+}
+
+// TestFreshWatchAhead: the watcher gives way a check ahead of a usage
+// that rose at its last two checks, by the smaller rise, or by more than
+// a headroom at once; it checks at
+// once when signalled, however long its timer; it asks for the signal
+// from its own goroutine.
+func TestFreshWatchAhead(t *testing.T) {
+	const memMax, budget = 512 << 20, 64 << 20 // headroom 8 MiB
+	s := watchScripted(t, memMax, budget, 0)
+	s.check(memMax - 30<<20)
+	if !s.notified.Load() {
+		t.Fatal("the watcher did not ask for the signal")
+	}
+	s.check(memMax - 20<<20) // one rise: nothing ahead
+	if got := s.limit(); got != budget {
+		t.Fatalf("limit %d MiB after one rise to 20 MiB below the limit, want the budget", got>>20)
+	}
+	// A second rise of 10 MiB: 10 below the limit, within its headroom
+	// only with the next 10 MiB.
+	s.check(memMax - 10<<20)
+	if got := s.limit(); got >= budget {
+		t.Fatal("the watcher did not give way ahead of a usage that rose twice")
+	}
+
+	// One rise of more than a headroom counts ahead at once.
+	s = watchScripted(t, memMax, budget, 0)
+	s.check(memMax - 40<<20)
+	s.check(memMax - 20<<20)
+	if got := s.limit(); got >= budget {
+		t.Fatal("the watcher did not give way ahead of a usage that rose by 20 MiB at once")
+	}
+}
+
+// TestFreshWatchWobble: a usage that rises and falls by turns just short
+// of the limit's headroom, as Pebble's memtables and compactions move
+// it, takes nothing from the fresh files, whichever way the working set
+// is measured (exactly above the floor, as the usage below it: a switch
+// between them is no growth); a rise that counted as growth took a
+// little more at every turn, and the limit fell to nothing.
+func TestFreshWatchWobble(t *testing.T) {
+	const memMax, budget = 384 << 20, 64 << 20 // headroom 6 MiB, floor 372 MiB
+	for _, c := range []struct{ lo, inactive int64 }{
+		{374 << 20, 0},
+		{371 << 20, 40 << 20}, // below the floor: the usage alone
+	} {
+		s := watchScripted(t, memMax, budget, c.inactive)
+		for range 20 {
+			s.check(c.lo)
+			s.check(377 << 20)
+		}
+		if got := s.limit(); got != budget {
+			t.Errorf("limit %d MiB after the usage wobbled between %d and 377 MiB of 384 (%d MiB inactive), want the budget", got>>20, c.lo>>20, c.inactive>>20)
+		}
 	}
 }
 

@@ -128,9 +128,10 @@ func (m *memoryCgroup) workingSet(floor int64) (ws, usage int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, m.inactive+" "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	key := m.inactive + " "
+	for line := range bytes.Lines(data) {
+		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
 			if err != nil {
 				return 0, 0, err
 			}

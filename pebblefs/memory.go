@@ -31,6 +31,13 @@ type MemoryStats struct {
 	// room). FreshGaveWay counts the bytes they unmapped for it since
 	// New.
 	FreshLimit, FreshGaveWay int64
+	// FreshWoken counts the times since New that the kernel woke the
+	// watcher behind FreshLimit as the cgroup's usage crossed two
+	// headrooms below its limit: cgroup v1 only, where the process may
+	// write cgroup.event_control (not under a read-only /sys/fs/cgroup,
+	// as in many containers). Zero where it polls alone: every 50 ms
+	// while the limit is far, down to every millisecond near it.
+	FreshWoken int64
 	// ReadAheadDenied counts the sequential opens (compaction inputs,
 	// long scans) that got no read-ahead since New because the budget
 	// was spent: they read through the buffer pool. Many of them say
@@ -52,7 +59,7 @@ func (fs *FS) Memory() MemoryStats {
 	fs.ahead.mu.Lock()
 	m.ReadAhead, m.ReadAheadDenied = fs.ahead.used, fs.ahead.denied
 	fs.ahead.mu.Unlock()
-	m.Fresh, m.FreshLimit, m.FreshGaveWay = fs.fresh.memory()
+	m.Fresh, m.FreshLimit, m.FreshGaveWay, m.FreshWoken = fs.fresh.memory()
 	return m
 }
 

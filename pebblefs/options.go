@@ -94,7 +94,11 @@ type Options struct {
 	// little room gets the process OOM-killed. It looks every 50 ms
 	// while the limit is far, sooner as the working set nears it, and
 	// on cgroup v1 the kernel wakes it as the usage crosses two
-	// headrooms below the limit: a program growing 80 MiB of heap in
+	// headrooms below the limit, where the process may write
+	// cgroup.event_control (not under a read-only /sys/fs/cgroup, as in
+	// many containers) and while page cache does not keep the usage
+	// above that mark (MemoryStats.FreshWoken counts the wakes): a
+	// program growing 80 MiB of heap in
 	// 2 MiB steps back to back, past 96 MiB of fresh files in a 160 MiB
 	// cgroup, lived in 20 runs of 20 (looking every 50 ms alone, it was
 	// killed in 6 of 6; looking sooner near the limit without the
@@ -131,7 +135,7 @@ type Options struct {
 // DefaultFreshFiles returns Options.FreshFiles's default: a
 // FreshFilesShare-th of the memory this process may use (its memory
 // cgroup's limit, else the machine's memory), between MinFreshFiles
-// and MaxFreshFiles.
+// and MaxFreshFiles. Only Linux is read: elsewhere it is MinFreshFiles.
 func DefaultFreshFiles() int64 {
 	return min(max(memoryLimit()/FreshFilesShare, MinFreshFiles), MaxFreshFiles)
 }
