@@ -340,8 +340,8 @@ func child(c config, engine string) error {
 	if pfs, ok := fsys.(*pebblefs.FS); ok {
 		memHook = func() string {
 			m := pfs.Memory()
-			return fmt.Sprintf("pebblefs: buffers %d, read-ahead %d, fresh %d of %d MiB (%d MiB given way), read-ahead denied %d",
-				m.Buffers>>20, m.ReadAhead>>20, m.Fresh>>20, m.FreshLimit>>20, m.FreshGaveWay>>20, m.ReadAheadDenied)
+			return fmt.Sprintf("pebblefs: buffers %d, read-ahead %d, fresh %d of %d MiB (%d MiB given way, watcher woken %d times), read-ahead denied %d",
+				m.Buffers>>20, m.ReadAhead>>20, m.Fresh>>20, m.FreshLimit>>20, m.FreshGaveWay>>20, m.FreshWoken, m.ReadAheadDenied)
 		}
 	}
 	size := c.cache
