@@ -107,7 +107,7 @@ func Open(path string, o *Options) (*Reader, error) {
 	}
 	r := &Reader{c: c, scanSize: aligned.Up(scan, int(c.Block())), sum: opts.Checksum}
 	r.guess.Store(firstGuess)
-	if !r.sum && r.sealedFirst() {
+	if sealed, _ := r.firstSeal(); !r.sum && sealed {
 		r.Close()
 		return nil, fmt.Errorf("%w: the first blob of %s carries a CRC32C seal: the file was written with Options.Checksum, and is read with it", ErrInvalidOptions, path)
 	}
@@ -117,23 +117,30 @@ func Open(path string, o *Options) (*Reader, error) {
 // sealCheck is how far into a file Open looks for its first blob's seal.
 const sealCheck = 64 << 10
 
-// sealedFirst reports whether the file's first blob, when it lies within
-// the first sealCheck bytes, ends in a valid seal: a file written with
-// Options.Checksum (a blob written without one passes by the chance of
-// 1 in 2^32 that its last 4 bytes match the CRC32C of the rest).
-func (r *Reader) sealedFirst() bool {
+// firstSeal reports whether the file's first blob ends in a valid seal
+// (sealed: a file written with Options.Checksum; a blob written without
+// one passes by the chance of 1 in 2^32 that its last 4 bytes match the
+// CRC32C of the rest), and whether it could tell (known): the first blob
+// must lie whole within the first sealCheck bytes, and be read.
+func (r *Reader) firstSeal() (sealed, known bool) {
 	buf := make([]byte, min(r.c.Size(), sealCheck))
 	if len(buf) == 0 || r.c.Acquire() != nil {
-		return false
+		return false, false
 	}
-	n, _ := r.c.ReadSpan(buf, 0) // not ReadAt: the Reader's own read, not a caller's (Stats)
+	n, err := r.c.ReadSpan(buf, 0) // not ReadAt: the Reader's own read, not a caller's (Stats)
 	r.c.Release()
+	if err != nil && n < len(buf) {
+		return false, false
+	}
 	hs, stored, c, err := DecodeHeader(buf[:n])
-	if err != nil || stored < crcSize || hs+stored > n {
-		return false
+	if err != nil || hs+stored > n {
+		return false, false
+	}
+	if stored < crcSize {
+		return false, true
 	}
 	_, err = unseal(buf[hs:hs+stored], c)
-	return err == nil
+	return err == nil, true
 }
 
 // ReaderStats counts a Reader's reads since Open (direct.ReaderStats,

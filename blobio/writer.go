@@ -84,6 +84,8 @@ type Options struct {
 	// whose message says the file may have been written without
 	// Checksum, but for a Scanner without Size over a file of one blob,
 	// which takes it for a torn tail: no blobs, Torn true, a nil Err.
+	// OpenAppend refuses either mismatch the same way, by the first
+	// blob's seal, before it touches the file.
 	Checksum bool
 
 	// Slow, when set, reports a Writer's or Reader's read, write,
@@ -195,7 +197,34 @@ func OpenAppend(path string, size int64, o *Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if size > 0 {
+		if err := checkSeal(path, size, opts); err != nil {
+			return nil, err
+		}
+	}
 	return newWriter(opts, func() (*appender.Appender, error) { return appender.OpenAppend(path, size, ao) })
+}
+
+// checkSeal refuses, with ErrInvalidOptions, to append to the first size
+// bytes of the file at path with an Options.Checksum other than the one
+// its first blob was written with, as Open refuses to read it so: sealed
+// blobs appended to an unsealed file, or unsealed ones to a sealed file,
+// would be read as torn or corrupt, acknowledged blobs lost. A file whose
+// first blob it cannot see (past sealCheck bytes, or unreadable) passes.
+func checkSeal(path string, size int64, opts Options) error {
+	r, err := Open(path, &Options{Size: size, IO: opts.IO, Checksum: true}) // true: Open's own check is this one
+	if err != nil {
+		return err
+	}
+	sealed, known := r.firstSeal()
+	r.Close()
+	switch {
+	case known && sealed && !opts.Checksum:
+		return fmt.Errorf("%w: the first blob of %s carries a CRC32C seal: the file was written with Options.Checksum, and is appended to with it", ErrInvalidOptions, path)
+	case known && !sealed && opts.Checksum:
+		return fmt.Errorf("%w: the first blob of %s carries no CRC32C seal: the file was written without Options.Checksum, and is appended to without it", ErrInvalidOptions, path)
+	}
+	return nil
 }
 
 // newWriter returns a Writer with its encoder on the appender open makes,

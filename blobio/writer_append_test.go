@@ -177,3 +177,46 @@ func TestOpenAppendRefuses(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	assert.NotErrorIs(t, err, blobio.ErrInvalidOptions)
 }
+
+// TestOpenAppendChecksum: OpenAppend refuses a Checksum other than the
+// one the file's first blob was written with, as Open does, and leaves
+// the file as it was: blobs appended the other way were read as a torn
+// tail (sealed file, unsealed blob: a Scanner stopped before it with a
+// nil Err, the blob acknowledged and lost) or refused the whole file.
+// With the same Checksum every blob of both writers reads back.
+func TestOpenAppendChecksum(t *testing.T) {
+	dir := testenv.Dir(t)
+	for _, written := range []bool{true, false} {
+		path := filepath.Join(dir, fmt.Sprintf("sum-%v.blob", written))
+		w, err := blobio.Create(path, &blobio.Options{Checksum: written})
+		require.NoError(t, err)
+		first := appendRecords(t, w, 0, 5)
+		require.NoError(t, w.Close())
+		size := w.Synced()
+		before, err := os.ReadFile(path)
+		require.NoError(t, err)
+
+		_, err = blobio.OpenAppend(path, size, &blobio.Options{Checksum: !written})
+		require.ErrorIs(t, err, blobio.ErrInvalidOptions, "written with Checksum %v, appended to without", written)
+		assert.Contains(t, err.Error(), "Checksum")
+		after, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "a refused OpenAppend changed the file")
+
+		w, err = blobio.OpenAppend(path, size, &blobio.Options{Checksum: written})
+		require.NoError(t, err)
+		more := appendRecords(t, w, 5, 5)
+		require.NoError(t, w.Close())
+		r, err := blobio.Open(path, &blobio.Options{Checksum: written})
+		require.NoError(t, err)
+		sc := blobio.NewScanner(r)
+		n := 0
+		for sc.Scan() {
+			n++
+		}
+		require.NoError(t, sc.Err())
+		assert.False(t, sc.Torn())
+		assert.Equal(t, len(first)+len(more), n, "blobs scanned")
+		r.Close()
+	}
+}
