@@ -27,6 +27,10 @@ var (
 	// ErrInvalidAlignment reports an Alignment that cannot be checked
 	// against, such as one with a zero field.
 	ErrInvalidAlignment = errors.New("direct: invalid alignment")
+
+	// ErrInvalidQueueOptions reports a NewQueue given no file or a
+	// QueueOptions.Depth over MaxDepth.
+	ErrInvalidQueueOptions = errors.New("direct: invalid queue options")
 )
 
 // UnalignedError names the values that broke an alignment rule.

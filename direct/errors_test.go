@@ -13,7 +13,7 @@ import (
 func TestErrorsNamePackage(t *testing.T) {
 	for _, err := range []error{
 		direct.ErrUnaligned, direct.ErrNotSupported, direct.ErrNegativeOffset,
-		direct.ErrQueueClosed, direct.ErrTooLarge, direct.ErrInvalidAlignment,
+		direct.ErrQueueClosed, direct.ErrTooLarge, direct.ErrInvalidAlignment, direct.ErrInvalidQueueOptions,
 	} {
 		if !strings.HasPrefix(err.Error(), "direct: ") {
 			t.Errorf("%q lacks the \"direct: \" prefix", err)

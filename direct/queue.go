@@ -158,9 +158,14 @@ func (k EngineKind) String() string {
 // measured knee on NVMe and virtio disks for 64 KiB sequential writes.
 const DefaultDepth = 4
 
+// MaxDepth is the largest QueueOptions.Depth, io_uring's
+// IORING_MAX_ENTRIES: the pwrite engine runs a goroutine per unit of
+// depth, and a depth of 2^30 asked the runtime for 60 GB.
+const MaxDepth = 32768
+
 // QueueOptions configure NewQueue. A nil *QueueOptions means defaults.
 type QueueOptions struct {
-	Depth     int        // this queue's requests in flight at most; default DefaultDepth
+	Depth     int        // this queue's requests in flight at most; default DefaultDepth, at most MaxDepth
 	Engine    EngineKind // default EngineAuto
 	Alignment Alignment  // checked on every request; zero means none (a page-cache file); else both fields > 0
 
@@ -198,8 +203,12 @@ type Injector interface {
 //
 // Requests use f's descriptor only inside os.File's reference (see File's
 // Close), so closing f while requests are queued makes them fail with an
-// error matching fs.ErrClosed rather than reach another file.
+// error matching fs.ErrClosed rather than reach another file. A nil f or
+// a Depth over MaxDepth gives an error matching ErrInvalidQueueOptions.
 func NewQueue(f *os.File, o *QueueOptions) (Queue, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: no file", ErrInvalidQueueOptions)
+	}
 	x := newXfer(f, pageCache, false)
 	if o != nil && o.Alignment != (Alignment{}) {
 		if !aligned.IsPowerOfTwo(o.Alignment.Memory) || !aligned.IsPowerOfTwo(o.Alignment.Offset) {
@@ -225,6 +234,9 @@ func newQueue(x xfer, o *QueueOptions) (Queue, error) {
 	x.writeFlags |= opts.WriteFlags
 	if opts.Depth <= 0 {
 		opts.Depth = DefaultDepth
+	}
+	if opts.Depth > MaxDepth {
+		return nil, fmt.Errorf("%w: Depth %d, at most %d", ErrInvalidQueueOptions, opts.Depth, MaxDepth)
 	}
 	switch opts.Engine {
 	case EnginePwrite:

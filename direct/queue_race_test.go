@@ -182,6 +182,32 @@ func TestQueueRefusesZeroAlignment(t *testing.T) {
 	}
 }
 
+// TestQueueRefusesBadOptions: NewQueue refuses a nil file (on 3ebca94 it
+// returned a queue whose first request dereferenced nil, on a worker
+// goroutine with the pwrite engine, and whose Close then hung with
+// io_uring) and a Depth over MaxDepth (the pwrite engine started a
+// goroutine per unit: 2^30 of them asked the runtime for 60 GB); MaxDepth
+// itself is taken.
+func TestQueueRefusesBadOptions(t *testing.T) {
+	for _, kind := range engines(t) {
+		t.Run(kind.String(), func(t *testing.T) {
+			q, err := direct.NewQueue(nil, &direct.QueueOptions{Engine: kind})
+			require.ErrorIs(t, err, direct.ErrInvalidQueueOptions)
+			assert.Nil(t, q)
+			f, err := os.Create(filepath.Join(testenv.Dir(t), "d"))
+			require.NoError(t, err)
+			defer f.Close()
+			q, err = direct.NewQueue(f, &direct.QueueOptions{Engine: kind, Depth: direct.MaxDepth + 1})
+			require.ErrorIs(t, err, direct.ErrInvalidQueueOptions)
+			assert.Nil(t, q)
+			q, err = direct.NewQueue(f, &direct.QueueOptions{Engine: kind, Depth: direct.MaxDepth})
+			require.NoError(t, err)
+			assert.Equal(t, direct.MaxDepth, q.Depth())
+			require.NoError(t, q.Close())
+		})
+	}
+}
+
 // TestFileCloseRacesIO closes a File while goroutines read and write it,
 // through ReadAt/WriteAt and through queues of both engines, then opens a
 // second file, which takes the freed descriptor number, while they go on.

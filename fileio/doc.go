@@ -62,7 +62,7 @@
 //	RetryPolicy{Context, OnRetry, MinDelay, MaxDelay}
 //	SlowPolicy, SlowIO (direct's), ReaderStats, WriterStats
 //	ErrClosed (matches fs.ErrClosed), ErrInvalidOptions, ErrOffset
-//	MaxBufferSize (256 MiB), MaxBuffers (32768), DefaultReadAhead
+//	MaxBufferSize (256 MiB), MaxBuffers (32768), DefaultReadAhead, MaxReadAhead (256 MiB)
 //
 // Errors: bad Options (a buffer over MaxBufferSize, a ring the system will
 // not map, a Size given to Create) match ErrInvalidOptions and leave no

@@ -236,6 +236,7 @@ func TestBadOptions(t *testing.T) {
 		"IO":          {IO: fallback.Policy(99)},
 		"Size":        {Size: -5},
 		"ReadAhead":   {ReadAhead: -1},
+		"HugeAhead":   {ReadAhead: fileio.MaxReadAhead + 1}, // 1 TiB failed every Sequential read with ENOMEM
 		"MisfitPool":  {Pool: misfit, IO: fallback.Direct},
 		"HugeBuffers": {BufferSize: 1 << 62, Buffers: 16},
 	}
@@ -252,6 +253,8 @@ func TestBadOptions(t *testing.T) {
 	}
 	testenv.RequireEmpty(t, dir)
 	_, err = fileio.Open(filepath.Join(dir, "none"), &fileio.Options{Size: -1})
+	require.ErrorIs(t, err, fileio.ErrInvalidOptions)
+	_, err = fileio.Open(filepath.Join(dir, "none"), &fileio.Options{ReadAhead: 1 << 40})
 	require.ErrorIs(t, err, fileio.ErrInvalidOptions)
 	_, err = fileio.OpenAppend(filepath.Join(dir, "none"), -1, nil)
 	require.ErrorIs(t, err, fileio.ErrInvalidOptions)

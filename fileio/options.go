@@ -53,7 +53,7 @@ type Options struct {
 	Size int64
 
 	// ReadAhead, for Open only, is how far a Sequential reads ahead of
-	// its caller; default DefaultReadAhead.
+	// its caller; default DefaultReadAhead, at most MaxReadAhead.
 	ReadAhead int
 
 	// NoSync makes a Writer's Close skip the fdatasync, for a caller that
@@ -123,6 +123,11 @@ type RetryPolicy = appender.RetryPolicy
 // maxSeqRead.
 const DefaultReadAhead = 2 << 20
 
+// MaxReadAhead, 256 MiB, is the largest Options.ReadAhead Open takes: a
+// Sequential holds its read-ahead in aligned buffers whatever the file's
+// size, and 1 TiB of it failed every read with ENOMEM.
+const MaxReadAhead = 256 << 20
+
 // get returns *o, or the zero Options for nil.
 func (o *Options) get() Options {
 	if o == nil {
@@ -136,8 +141,8 @@ func (o Options) validate() error {
 	switch {
 	case o.Size < 0:
 		return fmt.Errorf("%w: Size is %d", ErrInvalidOptions, o.Size)
-	case o.ReadAhead < 0:
-		return fmt.Errorf("%w: ReadAhead is %d", ErrInvalidOptions, o.ReadAhead)
+	case o.ReadAhead < 0 || o.ReadAhead > MaxReadAhead:
+		return fmt.Errorf("%w: ReadAhead is %d, at most %d", ErrInvalidOptions, o.ReadAhead, MaxReadAhead)
 	}
 	return appender.WrapInvalid(o.appender().Validate(), ErrInvalidOptions)
 }
