@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,9 +32,21 @@ func Open(name string, flag int, perm os.FileMode) (*File, error) {
 		_, err := os.Lstat(name)
 		creating = errors.Is(err, fs.ErrNotExist)
 	}
-	f, err := openDirect(name, flag, perm)
+	var f *os.File
+	var err error
+	if creating {
+		// O_EXCL: the file the refusal below removes is the one this
+		// open created, never one another process made since the Lstat.
+		f, err = openDirect(name, flag|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) && flag&os.O_EXCL == 0 {
+			creating = false
+			f, err = openDirect(name, flag, perm)
+		}
+	} else {
+		f, err = openDirect(name, flag, perm)
+	}
 	if err != nil {
-		if errors.Is(err, syscall.EINVAL) {
+		if errors.Is(err, syscall.EINVAL) && !strings.ContainsRune(name, 0) { // a NUL in the name is EINVAL before any filesystem sees it
 			if creating {
 				_ = os.Remove(name)
 			}

@@ -106,6 +106,20 @@ func TestOpenRejected(t *testing.T) {
 	assert.Equal(t, path, pe.Path)
 	_, err = os.Lstat(path)
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the refused open left its file behind")
+
+	// Without O_EXCL the same: the file Open created goes.
+	_, err = direct.Open(path, os.O_RDWR|os.O_CREATE, 0o644)
+	require.ErrorIs(t, err, direct.ErrNotSupported)
+	_, err = os.Lstat(path)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the refused open left its file behind")
+
+	// A file that was there stays: only a file Open created is removed.
+	require.NoError(t, os.WriteFile(path, []byte("someone's"), 0o644))
+	_, err = direct.Open(path, os.O_RDWR|os.O_CREATE, 0o644)
+	require.ErrorIs(t, err, direct.ErrNotSupported)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err, "the refused open removed a file it did not create")
+	assert.Equal(t, "someone's", string(got))
 }
 
 func TestOpenErrors(t *testing.T) {
@@ -116,6 +130,11 @@ func TestOpenErrors(t *testing.T) {
 
 	_, err = direct.Open(filepath.Join(dir, "missing", "f"), os.O_RDWR|os.O_CREATE, 0o644)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+
+	// A NUL in the name is no filesystem's refusal of O_DIRECT.
+	_, err = direct.Open(filepath.Join(dir, "a\x00b"), os.O_RDWR|os.O_CREATE, 0o644)
+	assert.Error(t, err)
+	assert.NotErrorIs(t, err, direct.ErrNotSupported)
 
 	// A directory cannot be opened for writing.
 	_, err = direct.Open(dir, os.O_RDWR, 0)
