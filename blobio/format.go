@@ -132,10 +132,15 @@ func HeaderSize(n int, c Compression) int {
 func shortHeader(n int, c Compression) bool { return n > 0 && n <= shortMax && c == None }
 
 // AppendHeader appends the header of a blob of n stored bytes to dst: one
-// byte for an uncompressed blob of 1 to 127 bytes, else four.
+// byte for an uncompressed blob of 1 to 127 bytes, else four. A
+// compression other than None and Zstd gives an error matching
+// ErrInvalidOptions, as Create gives it: the header has no bits for it.
 func AppendHeader(dst []byte, n int, c Compression) ([]byte, error) {
 	if n < 0 || n > MaxBlobSize {
 		return dst, fmt.Errorf("%w: %d bytes, at most %d", ErrBlobTooLarge, n, MaxBlobSize)
+	}
+	if c != None && c != Zstd {
+		return dst, fmt.Errorf("%w: unknown compression %v", ErrInvalidOptions, c)
 	}
 	if shortHeader(n, c) {
 		return append(dst, byte(n)), nil

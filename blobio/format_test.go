@@ -42,6 +42,11 @@ func TestHeaderErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrBlobTooLarge)
 	_, err = AppendHeader(nil, -1, None)
 	assert.ErrorIs(t, err, ErrBlobTooLarge)
+	for _, c := range []Compression{-1, 2, 9} { // labelled uncompressed before
+		hdr, err := AppendHeader(nil, 5, c)
+		assert.ErrorIs(t, err, ErrInvalidOptions, "compression %v", c)
+		assert.Empty(t, hdr)
+	}
 
 	for _, first := range []byte{0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0} {
 		_, _, _, err := DecodeHeader([]byte{first, 0, 0, 1})

@@ -320,8 +320,9 @@ func (f *File) Size() int64 {
 	return f.ap.Size()
 }
 
-// Write appends p; its offset is Size before the call. After an I/O error
-// every Write returns that error.
+// Write appends p; its offset is Size before the call. A device write
+// that failed with ENOSPC, EDQUOT or EIO loses no byte: the next Write
+// writes it again (see the package doc); other I/O errors stay.
 func (f *File) Write(p []byte) (int, error) {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
