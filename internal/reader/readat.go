@@ -92,7 +92,7 @@ func (r *Reader) readVia(pool *Pool, want []byte, off int64) (int, error) {
 		}
 		if lo+int64(m) <= pos {
 			// Shorter than Size: a bound past the file's end.
-			return n, r.errorf("reading %s at %d: file ends at %d: %w", r.path, pos, lo+int64(m), io.ErrUnexpectedEOF)
+			return n, r.errorf("reading %s at %d: %s: %w", r.path, pos, fileEnds(lo, m), io.ErrUnexpectedEOF)
 		}
 		n += copy(want[n:], buf[pos-lo:m])
 	}
@@ -129,7 +129,17 @@ func (r *Reader) readStraight(want []byte, off int64) (int, error) {
 	case err != nil:
 		return n, r.errorf("reading %s at %d: %w", r.path, off+int64(n), err)
 	case m < len(want):
-		return n, r.errorf("reading %s at %d: file ends at %d: %w", r.path, off, off+int64(m), io.ErrUnexpectedEOF)
+		return n, r.errorf("reading %s at %d: %s: %w", r.path, off, fileEnds(off, m), io.ErrUnexpectedEOF)
 	}
 	return n, nil
+}
+
+// fileEnds says where a file ends that a read at off returned m bytes
+// of, short: at off+m, or, when the read found nothing, somewhere before
+// off (a file that shrank under its Reader).
+func fileEnds(off int64, m int) string {
+	if m == 0 {
+		return fmt.Sprintf("file ends before %d", off)
+	}
+	return fmt.Sprintf("file ends at %d", off+int64(m))
 }
