@@ -135,9 +135,9 @@ func floor(memMax int64) int64 { return memMax - 2*headroom(memMax) }
 // by nothing, or every rise would take a little more from the fresh
 // files, for good. (Growing 2 MiB at a time back to back in 160 MiB,
 // the README's program peaked at 152-155 MiB so, at 156-160 MiB with
-// the two-rise rule alone.) With nothing to give (no
-// fresh file held, a limit of nothing) the watcher looks at its slowest
-// pace, for room to climb back into.
+// the two-rise rule alone.) With nothing to give (no fresh file held,
+// a limit of nothing) the watcher looks at its slowest pace, for room
+// to climb back into.
 func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{} {
 	w := weak.Make(c)
 	memMax := src.limit
