@@ -45,6 +45,7 @@ type freshFiles struct {
 	limit   atomic.Int64
 	gaveWay atomic.Int64
 	woken   atomic.Int64 // times the kernel's threshold signal woke the watcher
+	armed   atomic.Bool  // the watcher registered for that signal
 	clock   atomic.Int64 // orders uses, for eviction
 
 	mu    sync.Mutex

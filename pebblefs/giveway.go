@@ -152,6 +152,9 @@ func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{
 			if ch, release, err := src.notify(floor(memMax)); err == nil {
 				crossed = ch
 				defer release()
+				if c := w.Value(); c != nil {
+					c.armed.Store(true)
+				}
 			}
 		}
 		t := time.NewTimer(every)
