@@ -283,7 +283,8 @@ func (w *Writer) Size() int64 { return w.ap.Size() }
 func (w *Writer) Synced() int64 { return w.ap.Synced() }
 
 // WriteBlob appends p as one blob and returns its offset. A blob over
-// MaxBlobSize fails with ErrBlobTooLarge and leaves the writer usable
+// MaxBlobSize (less its 4-byte seal with Options.Checksum) fails with
+// ErrBlobTooLarge and leaves the writer usable
 // (also with Zstd, whatever it would compress to, so that no blob decodes
 // to more than MaxBlobSize). A write that failed with ENOSPC, EDQUOT or
 // EIO appended nothing and the next call writes the held bytes again

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"syscall"
@@ -283,10 +284,15 @@ func (x *xfer) cut(op Op, call string) error {
 	return x.wrap(op, call, io.ErrShortWrite)
 }
 
-// checkRW rejects a negative offset and a transfer that breaks the alignment.
+// checkRW rejects a negative offset, a transfer that would end past the
+// largest file offset (the kernel's EINVAL, which wrap would report as a
+// refusal of O_DIRECT) and one that breaks the alignment.
 func (x *xfer) checkRW(op string, p []byte, off int64) error {
-	if off < 0 {
+	switch {
+	case off < 0:
 		return &os.PathError{Op: op, Path: x.f.Name(), Err: ErrNegativeOffset}
+	case off > math.MaxInt64-int64(len(p)):
+		return &os.PathError{Op: op, Path: x.f.Name(), Err: fmt.Errorf("%d bytes at %d end past the largest file offset: %w", len(p), off, syscall.EINVAL)}
 	}
 	return x.align.check(op, x.f.Name(), p, off)
 }

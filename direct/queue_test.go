@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -170,6 +172,15 @@ func TestQueueRejectsBadRequests(t *testing.T) {
 			}
 			err = q.Submit(direct.Request{Op: direct.OpWrite, Buf: b.Bytes()[:a.Block()], Off: -int64(a.Block()), Done: done})
 			assert.ErrorIs(t, err, direct.ErrNegativeOffset)
+			// Ending past the largest offset: the kernel's EINVAL, not a
+			// filesystem refusing O_DIRECT.
+			past := aligned.Down(math.MaxInt64, int64(a.Block()))
+			err = q.Submit(direct.Request{Op: direct.OpRead, Buf: b.Bytes()[:2*a.Block()], Off: past, Done: done})
+			assert.ErrorIs(t, err, syscall.EINVAL)
+			assert.NotErrorIs(t, err, direct.ErrNotSupported)
+			_, err = f.ReadAt(b.Bytes()[:2*a.Block()], past)
+			assert.ErrorIs(t, err, syscall.EINVAL)
+			assert.NotErrorIs(t, err, direct.ErrNotSupported)
 			assert.Error(t, q.Submit(direct.Request{Op: direct.OpWrite, Buf: b.Bytes()}), "no Done channel")
 			assert.Error(t, q.Submit(direct.Request{Op: 99, Done: done}), "unknown op")
 			assert.Empty(t, done, "a refused request completed")
