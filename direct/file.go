@@ -33,17 +33,15 @@ func Open(name string, flag int, perm os.FileMode) (*File, error) {
 		_, err := os.Lstat(name)
 		creating = errors.Is(err, fs.ErrNotExist)
 	}
-	var f *os.File
-	var err error
+	excl := 0
 	if creating {
 		// O_EXCL: the file the refusal below removes is the one this
 		// open created, never one another process made since the Lstat.
-		f, err = openDirect(name, flag|os.O_EXCL, perm)
-		if errors.Is(err, fs.ErrExist) && flag&os.O_EXCL == 0 {
-			creating = false
-			f, err = openDirect(name, flag, perm)
-		}
-	} else {
+		excl = os.O_EXCL
+	}
+	f, err := openDirect(name, flag|excl, perm)
+	if creating && flag&os.O_EXCL == 0 && errors.Is(err, fs.ErrExist) {
+		creating = false
 		f, err = openDirect(name, flag, perm)
 	}
 	if err != nil {

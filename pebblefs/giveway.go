@@ -161,19 +161,21 @@ func (c *freshFiles) watch(src memorySource, every time.Duration) <-chan struct{
 		defer t.Stop()
 		prev, prevAt, lastRise := int64(-1), time.Now(), int64(0)
 		for {
+			woken := false
 			select {
 			case <-t.C:
 			case <-crossed:
-				if c := w.Value(); c != nil {
-					c.woken.Add(1)
-				}
-				if time.Since(prevAt) < memoryCheckFastest {
-					continue // the timer's check is due within a millisecond anyway
-				}
+				woken = true
 			}
 			c := w.Value()
 			if c == nil {
 				return
+			}
+			if woken {
+				c.woken.Add(1)
+				if time.Since(prevAt) < memoryCheckFastest {
+					continue // the timer's check is due within a millisecond anyway
+				}
 			}
 			ws, usage, err := src.workingSet(floor(memMax))
 			if err != nil {
